@@ -1,0 +1,64 @@
+# Stateous: the two commands of the README are `make demo` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-dev
+
+# Find a Python of 3.12 or newer: python3.13, python3.12, python3, then pyenv's versions.
+# A pyenv shim that refuses to run fails the version check and is skipped.
+define find_python
+for c in python3.13 python3.12 python3 $$(ls -d $$(pyenv root 2>/dev/null)/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -rV); do \
+  if "$$c" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1; then echo "$$c"; exit 0; fi; \
+done; exit 1
+endef
+
+.PHONY: help venv dev demo test lint typecheck imports pytest faults bench snapshot-update clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+$(PY):
+	@py=$$($(find_python)) || { echo "error: no Python 3.12 or newer found (tried python3.13, python3.12, python3 and pyenv's versions); install Python 3.12+" >&2; exit 1; }; \
+	echo "creating $(VENV) with $$py"; "$$py" -m venv $(VENV)
+
+venv: $(PY) ## create .venv and install Stateous
+	@$(PY) -m pip install -q --upgrade pip >/dev/null
+	@$(PY) -m pip install -q -e .
+
+$(STAMP): pyproject.toml | $(PY)
+	@$(PY) -m pip install -q --upgrade pip >/dev/null
+	@$(PY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+dev: $(STAMP) ## create .venv and install Stateous with the dev extras
+
+demo: $(STAMP) ## run the orders example end to end on embedded SQLite and print the histories
+	@$(VENV)/bin/stateous demo
+
+lint: $(STAMP) ## ruff format --check and ruff check
+	@$(VENV)/bin/ruff format --check stateous tui tests bench
+	@$(VENV)/bin/ruff check stateous tui tests bench
+
+typecheck: $(STAMP) ## mypy --strict on stateous/ and tui/
+	@$(VENV)/bin/mypy
+
+imports: $(STAMP) ## the import rules of DEVELOPERS.md
+	@$(VENV)/bin/lint-imports
+
+pytest: $(STAMP) ## the test suite
+	@$(VENV)/bin/pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+test: lint typecheck imports pytest ## the whole gate: ruff, mypy, import rules, pytest
+
+faults: $(STAMP) ## the long fault-injection suite
+	@STATEOUS_FAULTS=long $(VENV)/bin/pytest -q tests/faults
+
+bench: $(STAMP) ## run the benchmarks and write bench/results.json
+	@$(PY) bench/run_all.py
+
+snapshot-update: $(STAMP) ## rewrite the console's SVG snapshots
+	@$(VENV)/bin/pytest -q tests/unit/tui --snapshot-update
+
+clean: ## remove .venv and caches
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,89 @@
+"""The `stateous` command: the group, the error convention and a closed stdout."""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+
+import click
+
+from stateous.cli.lazy import LazyGroup
+from stateous.model.errors import StateousError
+
+CONTEXT_SETTINGS = {"help_option_names": ["--help"], "max_content_width": 100}
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings=CONTEXT_SETTINGS,
+    invoke_without_command=False,
+    no_args_is_help=True,
+    lazy={
+        "compile": "stateous.cli.compile:compile_command",
+        "serve": "stateous.cli.serve:serve_command",
+        "init": "stateous.cli.init:init_group",
+        "supervise": "stateous.cli.supervise:supervise_command",
+        "token": "stateous.cli.token:token_group",
+        "console": "stateous.cli.console:console_command",
+        "demo": "stateous.cli.demo:demo_command",
+    },
+)
+def cli() -> None:
+    """A process as a graph of states. A control plane keeps every token durable."""
+
+
+def _stdout_closed(exc: OSError) -> bool:
+    """Whether `exc` means that the reader of stdout went away."""
+    if isinstance(exc, BrokenPipeError) or exc.errno == errno.EPIPE:
+        return True
+    # Windows reports a closed pipe as EINVAL, but only a write to stdout counts.
+    return os.name == "nt" and exc.errno == errno.EINVAL and not _stdout_usable()
+
+
+def _stdout_usable() -> bool:
+    try:
+        sys.stdout.flush()
+    except OSError:
+        return False
+    return True
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so that the flush at exit cannot fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
+
+
+def fail(message: str) -> None:
+    """Print `error: <message>` on stderr and exit 1: the error convention of spec 50."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the command; expected errors print one `error:` line and exit 1."""
+    try:
+        cli.main(args=argv, prog_name="stateous", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        sys.exit(1)
+    except click.ClickException as exc:
+        if isinstance(exc, click.UsageError):
+            exc.show()
+            sys.exit(exc.exit_code)
+        fail(exc.format_message())
+    except StateousError as exc:
+        fail(exc.message)
+    except OSError as exc:
+        if not _stdout_closed(exc):
+            raise
+        _silence_stdout()
+        sys.exit(1)
+    sys.exit(0)

@@ -1,0 +1,1 @@
+"""The Python client of the control plane (HTTP only)."""

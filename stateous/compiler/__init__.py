@@ -1,0 +1,1 @@
+"""The compiler: load flow.py, validate, prove guards exclusive, write the graph file."""

@@ -1,0 +1,1 @@
+"""The Litestar application of the control plane."""

@@ -1,0 +1,1 @@
+"""The engine: one module per internal workflow of spec 30."""

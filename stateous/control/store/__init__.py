@@ -1,0 +1,1 @@
+"""The store: tables, queries and migrations. All SQL lives here."""

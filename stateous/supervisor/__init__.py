@@ -1,0 +1,1 @@
+"""The supervisor: the folder and its registry, the outbox, the remote, the run loop."""

@@ -1,0 +1,1 @@
+"""The operator console, `stateous console`: speaks HTTP, reads outboxes read-only."""
