@@ -1,0 +1,27 @@
+"""The control plane's settings, with the spec's fixed durations as defaults (spec 20 §4.1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+DEFAULT_DB_URL = "sqlite:///stateous.db"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8080
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What `stateous serve` runs with. Tests shorten the durations; the defaults are the spec's."""
+
+    graph_path: Path
+    db_url: str = DEFAULT_DB_URL
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    lease: timedelta = timedelta(minutes=2)
+    heartbeat_interval: timedelta = timedelta(seconds=30)
+    tick: float = 1.0
+    since_every: timedelta = timedelta(seconds=10)
+    sqlite_hold_lapse: timedelta = timedelta(seconds=30)
+    stop_wait: float = 5.0

@@ -1,0 +1,83 @@
+"""Creating and upgrading the schema at start-up, with the refusals of spec 20 §3.4."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, inspect, text
+
+from stateous.control.errors import StoreError
+from stateous.control.store.db import lock_key
+from stateous.control.store.tables import TABLE_NAMES
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+VERSION_TABLE = "stateous_version"
+HEAD = "0003"
+
+# The tables each revision has, to find a missing or a foreign table.
+TABLES_AT: dict[str, frozenset[str]] = {
+    "0001": frozenset({"control_plane", "ledger", "memory", "tasks", "timers", "tokens"}),
+    "0002": frozenset(TABLE_NAMES),
+    "0003": frozenset(TABLE_NAMES),
+}
+
+
+def alembic_config(conn: Connection | None = None) -> Config:
+    """Alembic's configuration for the scripts inside the package."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = conn
+    return config
+
+
+def current_revision(conn: Connection) -> str | None:
+    """The revision recorded in `stateous_version`, or None."""
+    if not inspect(conn).has_table(VERSION_TABLE):
+        return None
+    return conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
+
+
+def upgrade(conn: Connection) -> None:
+    """Bring the schema to the newest revision inside the caller's transaction, or refuse.
+
+    Raises StoreError with the reasons of spec 20 §3.4 (the caller wraps them as
+    `cannot use the database <url>: <reason>`).
+    """
+    if conn.dialect.name == "postgresql":
+        # Concurrent starters migrate one at a time; migrations may run longer than 30 s.
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": lock_key("@stateous/migrate")})
+        conn.execute(text("SET LOCAL statement_timeout = 0"))
+    check(conn)
+    if current_revision(conn) != HEAD:
+        command.upgrade(alembic_config(conn), "head")
+
+
+def check(conn: Connection) -> None:
+    """Refuse a database that this version cannot upgrade."""
+    present = set(inspect(conn).get_table_names()) & set(TABLE_NAMES)
+    revision = current_revision(conn)
+    if revision is None:
+        if present:
+            raise StoreError(
+                "this database has tables with the names Stateous uses, but no version of "
+                "Stateous; start a new database"
+            )
+        return
+    known = {script.revision for script in ScriptDirectory(str(MIGRATIONS)).walk_revisions()}
+    if revision not in known:
+        raise StoreError(
+            f"this database was made by another version of Stateous (schema {revision}); "
+            "use that version, or start a new database"
+        )
+    missing = sorted(TABLES_AT[revision] - present)
+    if missing:
+        raise StoreError(f"this database has no {', '.join(missing)} table; start a new database")
+    foreign = sorted((TABLES_AT[HEAD] - TABLES_AT[revision]) & present)
+    if foreign:
+        raise StoreError(
+            f"this database has a table named {', '.join(foreign)} that Stateous did not make; "
+            "start a new database"
+        )

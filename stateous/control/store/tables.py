@@ -1,0 +1,138 @@
+"""The tables of the control plane's database (seed 000), on one MetaData."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    func,
+)
+
+# Explicit names make migrations and compare_metadata stable across SQLite and Postgres.
+NAMING_CONVENTION = {
+    "ix": "%(table_name)s_%(column_0_N_name)s",
+    "uq": "%(table_name)s_%(column_0_N_name)s_key",
+    "ck": "%(table_name)s_%(constraint_name)s_check",
+    "fk": "%(table_name)s_%(column_0_N_name)s_fkey",
+    "pk": "%(table_name)s_pkey",
+}
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+# Spec 20 §3.1: the database's own JSON type (text on SQLite, `json` on Postgres). Postgres
+# `jsonb` would reorder object keys, and the order of context keys is part of the data.
+JsonType = JSON(none_as_null=True)
+
+# Task and timer ids are 64-bit everywhere; SQLite's INTEGER PRIMARY KEY is its rowid.
+IdType = BigInteger().with_variant(Integer(), "sqlite")
+
+tokens = Table(
+    "tokens",
+    metadata,
+    Column("token", String(256), primary_key=True),
+    Column("state", String(64), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("visit", Integer, nullable=False),
+    Column("context", JsonType, nullable=False),
+    Column("entered_at", DateTime(), nullable=False),
+    Column("parent", String(256), nullable=True),
+    Column("workflow", String(64), nullable=True),
+)
+Index("tokens_folded", func.lower(tokens.c.token), unique=True)
+Index("tokens_parent", tokens.c.parent)
+# The listing orders by entered_at descending, optionally filtered by status.
+Index("tokens_moved", tokens.c.entered_at, tokens.c.token)
+Index("tokens_status", tokens.c.status, tokens.c.entered_at)
+
+ledger = Table(
+    "ledger",
+    metadata,
+    Column("token", String(256), primary_key=True),
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    Column("at", DateTime(), nullable=False),
+    Column("kind", String(64), nullable=False),
+    Column("key", String(256), nullable=True),
+    Column("data", JsonType, nullable=False),
+)
+Index("ledger_key", ledger.c.token, ledger.c.key, unique=True)
+
+tasks = Table(
+    "tasks",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("token", String(256), nullable=False),
+    Column("state", String(64), nullable=False),
+    Column("visit", Integer, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("claimed_by", String(256), nullable=True),
+    Column("lease_until", DateTime(), nullable=True),
+    Column("queued_at", DateTime(), nullable=False),
+)
+Index("tasks_queue", tasks.c.status, tasks.c.state)
+# Leaving a state closes the token's open tasks; the clock sweeps ended leases.
+Index("tasks_token", tasks.c.token, tasks.c.status)
+Index("tasks_lease", tasks.c.status, tasks.c.lease_until)
+
+timers = Table(
+    "timers",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("token", String(256), nullable=False),
+    Column("state", String(64), nullable=False),
+    Column("visit", Integer, nullable=False),
+    Column("event", String(64), nullable=False),
+    Column("payload", JsonType, nullable=True),
+    Column("set_at", DateTime(), nullable=False),
+    Column("due_at", DateTime(), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("kind", String(16), nullable=False),
+)
+Index("timers_due", timers.c.status, timers.c.due_at)
+Index("timers_token", timers.c.token, timers.c.status)
+
+memory = Table(
+    "memory",
+    metadata,
+    Column("token", String(256), primary_key=True),
+    Column("state", String(64), primary_key=True),
+    Column("key", String(128), primary_key=True),
+    Column("value", JsonType, nullable=False),
+)
+
+claims = Table(
+    "claims",
+    metadata,
+    Column("supervisor", String(256), primary_key=True),
+    Column("request", String(64), nullable=False),
+    Column("task_id", BigInteger, nullable=True),
+    Column("attempt", Integer, nullable=True),
+)
+
+control_plane = Table(
+    "control_plane",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("structure", String(80), nullable=True),
+    Column("checksum", String(80), nullable=True),
+    Column("serving", String(256), nullable=True),
+    Column("since", DateTime(), nullable=True),
+)
+
+#: Every table name Stateous uses, for the start-up checks of spec 20 §3.4.
+TABLE_NAMES: tuple[str, ...] = (
+    "claims",
+    "control_plane",
+    "ledger",
+    "memory",
+    "tasks",
+    "timers",
+    "tokens",
+)
