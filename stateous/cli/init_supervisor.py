@@ -1,0 +1,239 @@
+"""`stateous init supervisor SOURCE FOLDER [--stateous-path PATH]` (spec 40 §2)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+import httpx
+
+import stateous
+from stateous.compiler.contract import ContractError, contract_text
+from stateous.compiler.stubs import StubPlan, plan_stubs, stub_text
+from stateous.model.errors import StateousError
+from stateous.model.graph import GraphFileError, load_graph
+
+__all__ = ["init_supervisor_command", "project_name", "pyproject_text", "yaml_text"]
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+
+
+class InitError(StateousError):
+    """`init supervisor` cannot go on; the message is the sentence after `error: `."""
+
+    code = "init_supervisor"
+
+
+@click.command("supervisor")
+@click.argument("source")
+@click.argument("folder")
+@click.option("--stateous-path", "stateous_path", default=None, metavar="PATH")
+def init_supervisor_command(source: str, folder: str, stateous_path: str | None) -> None:
+    """Write a supervisor's folder from a control plane's URL, a graph file or a flow.py."""
+    checkout = _checkout(stateous_path) if stateous_path is not None else None
+    document, url = _document(source)
+    try:
+        contract = contract_text(document)
+    except ContractError as exc:
+        raise InitError(f"cannot write a contract for the workflow of {source}: {exc}") from None
+    try:
+        _write(Path(folder), folder, document, contract, url, checkout)
+    except OSError as exc:
+        raise InitError(f"cannot write {folder}: {exc.strerror or exc}") from None
+    click.echo("")
+    click.echo(f"Write the routines, then run: stateous supervise {folder}")
+
+
+def _checkout(path: str) -> str:
+    folder = Path(path).expanduser()
+    try:
+        data = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))
+        ok = data.get("project", {}).get("name") == "stateous"
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
+        ok = False
+    if not ok:
+        raise InitError(
+            f"--stateous-path {path} is not a Stateous checkout: give the folder that holds "
+            "its pyproject.toml"
+        )
+    return folder.resolve().as_posix()
+
+
+# --- the graph document -----------------------------------------------------------------------
+
+
+def _document(source: str) -> tuple[Mapping[str, Any], str]:
+    """The graph document of SOURCE and the URL for `stateous.yaml`."""
+    if source.startswith(("http://", "https://")):
+        return _fetch(source), source
+    path = Path(source)
+    if not path.exists():
+        raise InitError(
+            f"{source} does not exist: give a control plane's URL (http:// or https://), "
+            "a graph file or a flow.py"
+        )
+    if path.is_file() and path.suffix == ".py":
+        return _compile(path), DEFAULT_URL
+    if path.is_file() and path.suffix == ".json":
+        return _read_graph_file(source, path), DEFAULT_URL
+    raise InitError(f"{source} is not a graph file (.json) or a flow.py")
+
+
+def _fetch(source: str) -> Mapping[str, Any]:
+    from stateous.supervisor.folder import url_problem
+
+    def fail(reason: str) -> InitError:
+        return InitError(f"cannot fetch the workflow from {source}: {reason}")
+
+    problem = url_problem(source)
+    if problem is not None:
+        raise fail(problem)
+    try:
+        answer = httpx.get(source.rstrip("/") + "/workflow", timeout=30.0)
+    except httpx.HTTPError as exc:
+        raise fail(str(exc) or type(exc).__name__) from None
+    if answer.status_code != 200:
+        try:
+            body = answer.json()
+        except ValueError:
+            body = None
+        raise fail(_refusal(answer.status_code, body))
+    try:
+        return load_graph(answer.text).doc
+    except GraphFileError as exc:
+        raise fail(exc.message) from None
+
+
+def _refusal(status: int, body: object) -> str:
+    if isinstance(body, dict) and isinstance(body.get("code"), str):
+        return f"it answered {status}, {body['code']}: {body.get('error')}"
+    return f"it answered {status}"
+
+
+def _read_graph_file(source: str, path: Path) -> Mapping[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InitError(f"cannot read {source}: {reason}") from None
+    try:
+        return load_graph(text).doc
+    except GraphFileError as exc:
+        verb = "read" if exc.message.startswith("the graph file is not valid JSON") else "use"
+        raise InitError(f"cannot {verb} {source}: {exc.message}") from None
+
+
+def _compile(path: Path) -> Mapping[str, Any]:
+    """Compile `flow.py` in memory with the steps and errors of `stateous compile`."""
+    try:
+        module = __import__("stateous.compiler.build", fromlist=["compile_flow"])
+        compile_flow = module.compile_flow
+    except (ImportError, AttributeError):
+        raise InitError(
+            f"cannot compile {path} here yet: give a graph file (.json) or a control plane's URL"
+        ) from None
+    document: Mapping[str, Any] = compile_flow(path)
+    return document
+
+
+# --- writing the folder -----------------------------------------------------------------------
+
+
+def _write(
+    folder: Path,
+    shown: str,
+    document: Mapping[str, Any],
+    contract: str,
+    url: str,
+    checkout: str | None,
+) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    plans = plan_stubs(document, folder)
+    _write_text(folder / "contract.py", contract)
+    click.echo(f"wrote    {os.path.join(shown, 'contract.py')}")
+    for plan in plans:
+        click.echo(_stub(folder, shown, plan))
+    for name, text in (
+        ("stateous.yaml", yaml_text(url)),
+        ("pyproject.toml", pyproject_text(folder, checkout)),
+    ):
+        target = folder / name
+        if target.exists():
+            click.echo(f"kept     {os.path.join(shown, name)}")
+        else:
+            _write_text(target, text, new=True)
+            click.echo(f"wrote    {os.path.join(shown, name)}")
+
+
+def _stub(folder: Path, shown: str, plan: StubPlan) -> str:
+    path = os.path.join(shown, plan.file_name)
+    if plan.action == "kept":
+        return f"kept     the routine of {plan.state.name!r}"
+    if plan.action == "skipped":
+        return f"skipped  {path}: the file exists and has no routine for {plan.state.name!r}"
+    _write_text(folder / plan.file_name, stub_text(plan.state), new=True)
+    return f"wrote    {path}" + (f" ({plan.why})" if plan.why else "")
+
+
+def _write_text(path: Path, text: str, *, new: bool = False) -> None:
+    with path.open("x" if new else "w", encoding="utf-8", newline="\n") as file:
+        file.write(text)
+
+
+def yaml_text(url: str) -> str:
+    """The text of a new `stateous.yaml` (seed 002), the URL as a JSON string."""
+    return (
+        "# A Stateous supervisor. Run it with: stateous supervise <this folder>\n"
+        f"url: {json.dumps(url)}    # the control plane\n"
+        "tasks: 4    # how many routines run at once\n"
+        "# name: build-box-1    # optional; default: the host name\n"
+    )
+
+
+def _toml_string(text: str) -> str:
+    out = []
+    for char in text:
+        if char in ('"', "\\"):
+            out.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04X}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def project_name(folder: Path) -> str:
+    """The project name of a supervisor's folder (spec 40 §2.7)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", folder.resolve().name).strip("._-")
+    return name or "supervisor"
+
+
+def pyproject_text(folder: Path, checkout: str | None) -> str:
+    """The text of a new `pyproject.toml` for the folder (spec 40 §2.7)."""
+    version = getattr(stateous, "__version__", None)
+    requirement = f"stateous>={version}" if version else "stateous"
+    text = (
+        "# Written by `stateous init supervisor`. This folder is a Python project of its own:\n"
+        "# `uv sync` makes its environment (.venv), and `uv run stateous ...` runs in it.\n"
+        "# Add what your routines import to `dependencies`.\n"
+        "\n"
+        "[project]\n"
+        f"name = {_toml_string(project_name(folder))}\n"
+        'version = "0.1.0"\n'
+        'requires-python = ">=3.12"\n'
+        f"dependencies = [{_toml_string(requirement)}]\n"
+    )
+    if checkout is not None:
+        text += (
+            "\n"
+            "# A local checkout of Stateous: delete this table to use Stateous from PyPI.\n"
+            "[tool.uv.sources]\n"
+            f"stateous = {{ path = {_toml_string(checkout)}, editable = true }}\n"
+        )
+    return text
