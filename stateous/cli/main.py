@@ -8,8 +8,24 @@ import sys
 
 import click
 
-from stateous.cli.lazy import LazyGroup
-from stateous.model.errors import StateousError
+
+def _rich_help_on_a_terminal() -> None:
+    """Give every command Rich's help (colours, panels) when stdout is a terminal.
+
+    rich-click replaces click's classes, so this runs before any command class is made. Piped
+    help stays click's plain text, which scripts and tests read.
+    """
+    if sys.stdout.isatty() and not os.environ.get("NO_COLOR"):
+        from rich_click.patch import patch
+
+        patch()
+
+
+_rich_help_on_a_terminal()
+
+# Imported after the patch above, so that LazyGroup and every command take Rich's help.
+from stateous.cli.lazy import LazyGroup  # noqa: E402
+from stateous.model.errors import StateousError  # noqa: E402
 
 CONTEXT_SETTINGS = {"help_option_names": ["--help"], "max_content_width": 100}
 
@@ -74,6 +90,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except click.Abort:
         sys.exit(1)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        # `stateous`, `stateous init`, `stateous token` alone: their help, as with --help.
+        click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+        sys.exit(0)
     except click.ClickException as exc:
         if isinstance(exc, click.UsageError):
             exc.show()

@@ -1,0 +1,230 @@
+"""`stateous token …`: start, fire, show, pause, resume and cancel tokens over HTTP (spec 50 §3)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from stateous.client import Client, ClientError
+from stateous.client.url import DEFAULT_URL
+from stateous.model.errors import StateousError
+from stateous.model.history import (
+    CHILDREN_LIMIT,
+    Line,
+    duplicate_line,
+    listing_lines,
+    show_lines,
+    token_line,
+)
+
+URL_ENV = "STATEOUS_URL"
+"""The environment variable that names the control plane when `--url` is not given."""
+AUTH_ENV = "STATEOUS_AUTH_TOKEN"
+"""The bearer token sent to a control plane that requires one (spec 70 §5)."""
+JSON_EXAMPLE = """'{"repo": "acme/api"}'"""
+
+
+class ArgumentError(StateousError):
+    """A command-line argument that cannot be used (for example a JSON argument that is no object)."""
+
+    code = "invalid_argument"
+
+
+# ---------------------------------------------------------------- arguments
+
+
+def resolve_url(option: str | None) -> str:
+    """`--url`, else `STATEOUS_URL` when set and not empty, else `http://127.0.0.1:8080`."""
+    if option is not None:
+        return option
+    return os.environ.get(URL_ENV) or DEFAULT_URL
+
+
+def _reject_constant(word: str) -> Any:
+    raise ArgumentError(f"{word} is not a JSON value")
+
+
+def parse_json_object(name: str, text: str | None) -> dict[str, Any] | None:
+    """The JSON object of the argument `name` (None when not given), or `ArgumentError`."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except ArgumentError as exc:
+        raise ArgumentError(f"{name} is not valid JSON: {exc.message}") from None
+    except json.JSONDecodeError as exc:
+        raise ArgumentError(f"{name} is not valid JSON: {exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise ArgumentError(f"{name} is not valid JSON: it is nested too deeply") from None
+    if not isinstance(value, dict):
+        raise ArgumentError(f"{name} must be a JSON object, such as {JSON_EXAMPLE}")
+    return value
+
+
+@contextmanager
+def control_plane(url_option: str | None) -> Iterator[Client]:
+    """A `Client` of the resolved URL; a `ClientError` becomes the command's `error:` sentence."""
+    try:
+        with Client(resolve_url(url_option), auth_token=os.environ.get(AUTH_ENV) or None) as client:
+            yield client
+    except ClientError as exc:
+        code = getattr(exc, "code", None)
+        raise StateousError(str(exc), code=code if isinstance(code, str) else "client") from None
+
+
+# ---------------------------------------------------------------- output
+
+
+def echo_lines(lines: Sequence[Line]) -> None:
+    """Print `lines`: coloured by Rich on a terminal, plain text otherwise (a pipe, a file)."""
+    if not sys.stdout.isatty():
+        for line in lines:
+            click.echo(str(line))
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    for line in lines:
+        console.print(Text.assemble(*line.segments))
+
+
+def _objects(items: list[Any], url: str) -> list[dict[str, Any]]:
+    """`items` when each is a JSON object; else the control plane's answer is not one of ours."""
+    if all(isinstance(item, dict) for item in items):
+        return items
+    raise StateousError(
+        f"the control plane at {url} sent an answer of the wrong shape; check the URL",
+        code="client",
+    )
+
+
+# ---------------------------------------------------------------- commands
+
+_URL_HELP = f"The control plane. Default: ${URL_ENV} when set, else {DEFAULT_URL}."
+
+
+def url_option(func: Callable[..., None]) -> Callable[..., None]:
+    """The `--url URL` option every token command takes."""
+    return click.option("--url", "url", metavar="URL", default=None, help=_URL_HELP)(func)
+
+
+@click.group(
+    "token",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["--help"], "max_content_width": 100},
+)
+def token_group() -> None:
+    """Act on tokens: start, fire, show, pause, resume, cancel."""
+
+
+@token_group.command("start")
+@click.argument("token_id", metavar="ID")
+@click.argument("context_json", metavar="[CONTEXT_JSON]", required=False)
+@url_option
+def start_command(token_id: str, context_json: str | None, url: str | None) -> None:
+    """Start a token. Starting one that exists shows it.
+
+    CONTEXT_JSON is the token's context, a JSON object (default {}). An existing token is shown
+    as it is: nothing is started and the context is ignored.
+    """
+    context = parse_json_object("CONTEXT_JSON", context_json)
+    with control_plane(url) as client:
+        answer = client.start(token_id, context)
+    echo_lines([token_line(answer)])
+
+
+@token_group.command("fire")
+@click.argument("token_id", metavar="ID")
+@click.argument("event", metavar="EVENT")
+@click.argument("payload_json", metavar="[PAYLOAD_JSON]", required=False)
+@click.option(
+    "--key",
+    "key",
+    metavar="K",
+    default=None,
+    help="Idempotency key (1 to 256 characters): the same key fires once per token, for good.",
+)
+@url_option
+def fire_command(
+    token_id: str, event: str, payload_json: str | None, key: str | None, url: str | None
+) -> None:
+    """Fire an event on a token.
+
+    PAYLOAD_JSON is the event's payload, a JSON object. A paused token holds the event until it
+    is resumed. A repeated --key changes nothing and prints `duplicate: ` and the token.
+    """
+    payload = parse_json_object("PAYLOAD_JSON", payload_json)
+    with control_plane(url) as client:
+        answer = client.fire(token_id, event, payload, key=key)
+        if answer.get("duplicate") is True:
+            token = answer.get("token")
+            if not isinstance(token, dict):
+                _objects([token], client.url)
+            echo_lines([duplicate_line(token)])  # type: ignore[arg-type]  # checked just above
+            return
+    echo_lines([token_line(answer)])
+
+
+@token_group.command("show")
+@click.argument("token_id", metavar="[ID]", required=False)
+@click.option("--graph", is_flag=True, help="Print the workflow as a Mermaid diagram.")
+@url_option
+def show_command(token_id: str | None, graph: bool, url: str | None) -> None:
+    """\b
+    Show a token, its children and its history. With no ID, list the tokens. With --graph, draw the workflow.
+
+    Times are shown in this computer's time zone. The listing shows at most 100 tokens, the
+    most recently moved first.
+    """
+    if token_id is not None and graph:
+        raise ArgumentError("give a token ID or --graph, not both")
+    with control_plane(url) as client:
+        if graph:
+            _show_graph(client)
+        elif token_id is None:
+            echo_lines(listing_lines(_objects(client.tokens(), client.url)))
+        else:
+            _show_token(client, token_id)
+
+
+def _show_token(client: Client, token_id: str) -> None:
+    token = client.get(token_id)
+    children = _objects(client.tokens(parent=token_id, limit=CHILDREN_LIMIT), client.url)
+    history = _objects(client.history(token_id), client.url)
+    echo_lines(show_lines(token, children, history))
+
+
+def _show_graph(client: Client) -> None:
+    # Looked up when used: only --graph needs the diagram's module.
+    mermaid = importlib.import_module("stateous.model.mermaid").mermaid
+    text = str(mermaid(client.workflow()))
+    click.echo(text if text.endswith("\n") else text + "\n", nl=False)
+
+
+def _steer(action: str, summary: str) -> click.Command:
+    """`token pause|resume|cancel ID`: one POST, then the token's line."""
+
+    @url_option
+    def command(token_id: str, url: str | None) -> None:
+        with control_plane(url) as client:
+            answer = getattr(client, action)(token_id)
+        echo_lines([token_line(answer)])
+
+    command.__doc__ = summary
+    command = click.argument("token_id", metavar="ID")(command)
+    return token_group.command(action)(command)
+
+
+pause_command = _steer(
+    "pause", "Pause a token: its events are held, its tasks wait, its timers stand still."
+)
+resume_command = _steer("resume", "Resume a paused token: the held events apply in order.")
+cancel_command = _steer("cancel", "Cancel a token for good.")
