@@ -1,0 +1,66 @@
+"""`stateous console`: the Textual operator console of spec 60."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from stateous.client.url import DEFAULT_URL, check_url
+
+URL_ENV = "STATEOUS_URL"
+
+
+def resolve_console_url(option: str | None, last_used: str | None) -> str:
+    """`--url`, else `STATEOUS_URL`, else the URL the console used last, else the default."""
+    for candidate in (option, os.environ.get(URL_ENV), last_used):
+        if candidate:
+            return candidate
+    return DEFAULT_URL
+
+
+@click.command("console")
+@click.option(
+    "--url",
+    "url",
+    metavar="URL",
+    default=None,
+    help="The control plane. Default: STATEOUS_URL, else the last URL used, "
+    "else http://127.0.0.1:8080.",
+)
+@click.option(
+    "--supervisor",
+    "supervisors",
+    metavar="FOLDER",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=str),
+    help="A supervisor's folder whose outbox and status to show. Repeatable.",
+)
+@click.option(
+    "--refresh",
+    metavar="SECONDS",
+    default=1.0,
+    show_default=True,
+    type=click.FloatRange(0.2, 60),
+    help="How often the views poll: 0.2 to 60.",
+)
+def console_command(url: str | None, supervisors: tuple[str, ...], refresh: float) -> None:
+    """Watch and steer live work: tokens, leases, supervisors and their outboxes."""
+    # Textual is imported only when the console runs: the other commands stay quick to start.
+    from tui.app import make_console
+    from tui.settings import load_settings, settings_path
+
+    path = settings_path()
+    settings, warning = load_settings(path)
+    chosen = check_url(resolve_console_url(url, settings.url))
+    folders = tuple(str(Path(f)) for f in supervisors)
+    app = make_console(
+        chosen,
+        supervisors=folders,
+        refresh=refresh,
+        settings=settings,
+        settings_file=path,
+        notices=[warning] if warning else [],
+    )
+    app.run()

@@ -1,0 +1,209 @@
+"""The console application and `make_console`, the one factory the command and the tests use."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import httpx
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.reactive import var
+from textual.screen import Screen
+
+from tui.api import ControlPlane, Refused, Unreachable
+from tui.settings import Settings, save_settings
+
+T = TypeVar("T")
+Clock = Callable[[], datetime]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ConsoleApp(App[None]):
+    """The operator console of spec 60: tokens, one token, leases, supervisors and outboxes."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "Stateous console"
+    MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {
+        "tokens": "tui.screens.tokens:TokensScreen",
+        "leases": "tui.screens.leases:LeasesScreen",
+        "outboxes": "tui.screens.outboxes:OutboxesScreen",
+    }
+    DEFAULT_MODE = "tokens"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("t", "show('tokens')", "Tokens"),
+        Binding("l", "show('leases')", "Leases"),
+        Binding("o", "show('outboxes')", "Outboxes"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    health: var[dict[str, Any] | None] = var(None, always_update=True)
+    """The last answer of `GET /health`."""
+    graph: var[dict[str, Any] | None] = var(None)
+    """The graph document of `GET /workflow`, fetched again when the checksum changes."""
+    stats: var[dict[str, Any] | None] = var(None, always_update=True)
+    """The last answer of `GET /stats`."""
+    unreachable: var[str | None] = var(None)
+    """Why the control plane cannot be reached now; None while it answers."""
+
+    def __init__(
+        self,
+        plane: ControlPlane,
+        *,
+        supervisors: Iterable[str] = (),
+        refresh: float = 1.0,
+        settings: Settings | None = None,
+        settings_file: Path | None = None,
+        clock: Clock | None = None,
+        notices: Iterable[str] = (),
+        frozen: bool = False,
+    ) -> None:
+        super().__init__()
+        self.plane = plane
+        self.supervisors = tuple(supervisors)
+        self.refresh_seconds = refresh
+        self.settings = settings or Settings()
+        self.settings_file = settings_file
+        self._clock = clock or _utc_now
+        self._notices = tuple(notices)
+        self.frozen = frozen
+        """Tests freeze the clock and the cursor blink so that snapshots are stable."""
+
+    # ------------------------------------------------------------------ life
+
+    def on_mount(self) -> None:
+        """Apply the saved theme, show start-up notices, and poll the control plane."""
+        if self.settings.theme and self.settings.theme in self.available_themes:
+            self.theme = self.settings.theme
+        for notice in self._notices:
+            self.notify(notice, severity="warning", timeout=8)
+        self.poll_plane()
+        self.set_interval(self.refresh_seconds, self.poll_plane)
+
+    async def on_unmount(self) -> None:
+        """Keep the URL, the folders and the theme for next time; close the connections."""
+        if self.settings_file is not None:
+            settings = Settings(url=self.plane.url, supervisors=self.supervisors, theme=self.theme)
+            problem = save_settings(self.settings_file, settings)
+            if problem:
+                self.log.warning(problem)
+        await self.plane.close()
+
+    def now(self) -> datetime:
+        """The console's clock (frozen in tests)."""
+        return self._clock()
+
+    # ------------------------------------------------------------------ polls
+
+    @work(exclusive=True, group="plane")
+    async def poll_plane(self) -> None:
+        """Health (and the graph when its checksum changed) and stats, for every screen."""
+        health = await self.call(self.plane.health())
+        if health is None:
+            return
+        if self.graph is None or (self.health or {}).get("checksum") != health.get("checksum"):
+            graph = await self.call(self.plane.workflow())
+            if graph is not None:
+                self.graph = graph
+        self.health = health
+        stats = await self.call(self.plane.stats(), quiet=True)
+        if stats is not None:
+            self.stats = stats
+
+    async def call(self, request: Awaitable[T], *, quiet: bool = False) -> T | None:
+        """Await one request: None when it failed; an unreachable plane shows the banner.
+
+        A refusal is shown as a notification unless `quiet`; the caller then keeps what it shows.
+        """
+        try:
+            answer = await request
+        except Unreachable as exc:
+            self.unreachable = exc.message
+            return None
+        except Refused as exc:
+            self.unreachable = None
+            if not quiet:
+                self.refused(exc)
+            return None
+        self.unreachable = None
+        return answer
+
+    def refused(self, refusal: Refused) -> None:
+        """Show a refusal of the control plane: its code and its sentence."""
+        self.notify(refusal.line, title="refused", severity="error", timeout=8)
+
+    # ------------------------------------------------------------------ actions
+
+    def action_show(self, mode: str) -> None:
+        """Switch to the screen of `mode`."""
+        if self.current_mode != mode:
+            self.switch_mode(mode)
+        elif len(self.screen_stack) > 1:
+            self.screen.dismiss()
+
+    def action_help(self) -> None:
+        """Open the keys of the current screen."""
+        from tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """The palette: Textual's own commands, the screens, and the current screen's actions."""
+        yield from super().get_system_commands(screen)
+        yield SystemCommand(
+            "Tokens", "Show the tokens screen (t)", lambda: self.action_show("tokens")
+        )
+        yield SystemCommand(
+            "Leases", "Show the leases screen (l)", lambda: self.action_show("leases")
+        )
+        yield SystemCommand(
+            "Supervisors and outboxes",
+            "Show the outboxes (o)",
+            lambda: self.action_show("outboxes"),
+        )
+        yield SystemCommand("Help", "The keys of this screen (?)", self.action_help)
+        commands = getattr(screen, "palette_commands", None)
+        if callable(commands):
+            yield from commands()
+
+    def watch_theme(self, theme: str) -> None:
+        """Remember the theme for the next start."""
+        self.settings = Settings(self.settings.url, self.settings.supervisors, theme)
+
+
+def make_console(
+    url: str,
+    *,
+    supervisors: Iterable[str] = (),
+    refresh: float = 1.0,
+    settings: Settings | None = None,
+    settings_file: Path | None = None,
+    notices: Iterable[str] = (),
+    transport: httpx.AsyncBaseTransport | None = None,
+    clock: Clock | None = None,
+    frozen: bool = False,
+) -> ConsoleApp:
+    """The console for the control plane at `url`.
+
+    `transport` and `clock` let tests feed recorded answers and a fixed time; `frozen` also stops
+    the cursor blink. The command passes the settings file so that the console remembers them.
+    """
+    plane = ControlPlane(url, transport=transport)
+    return ConsoleApp(
+        plane,
+        supervisors=supervisors,
+        refresh=refresh,
+        settings=settings,
+        settings_file=settings_file,
+        clock=clock,
+        notices=notices,
+        frozen=frozen,
+    )

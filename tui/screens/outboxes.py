@@ -1,0 +1,226 @@
+"""`o`: each supervisor folder's status, running grants and outbox, read-only (§2.4)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, Static
+
+from tui.format import local_time, parse_time, since
+from tui.outbox import STALE_SECONDS, SupervisorView, read_folder
+from tui.screens.token import fill
+from tui.widgets import Banner, StatusBar
+
+FOLDERS = (
+    ("supervisor", "name"),
+    ("runs", "runs"),
+    ("pid", "pid"),
+    ("tasks", "tasks"),
+    ("outbox", "outbox"),
+    ("url", "url"),
+)
+GRANTS = (
+    ("task", "task"),
+    ("token", "token"),
+    ("state", "state"),
+    ("att", "attempt"),
+    ("running", "started"),
+)
+MESSAGES = (
+    ("id", "id"),
+    ("kind", "kind"),
+    ("task", "task"),
+    ("att", "attempt"),
+    ("token", "token"),
+    ("age", "age"),
+    ("summary", "summary"),
+)
+
+
+def no_folders_hint(last_used: tuple[str, ...]) -> str:
+    """What the screen says when the console was started without `--supervisor`."""
+    hint = (
+        "No supervisor folder is shown. Start the console with --supervisor FOLDER "
+        "(repeatable) to see each supervisor's running tasks and the messages in its outbox:\n\n"
+        "    stateous console --supervisor ./orders-supervisor"
+    )
+    if last_used:
+        hint += "\n\nLast used: " + " ".join(f"--supervisor {f}" for f in last_used)
+    return hint
+
+
+def is_stale(created_at: str, now: datetime) -> bool:
+    """Whether an outbox message is older than 60 s: the control plane has not taken it."""
+    moment = parse_time(created_at)
+    return moment is not None and (now - moment).total_seconds() > STALE_SECONDS
+
+
+class OutboxesScreen(Screen[None]):
+    """The supervisors given with `--supervisor`; select one to see its grants and outbox."""
+
+    TITLE = "supervisors and outboxes"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.views: list[SupervisorView] = []
+        self.chosen = 0
+        self._timer: Timer | None = None
+
+    @property
+    def console(self) -> Any:
+        """The console app."""
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        """Status bar, banner, the folders, then grants and messages of the chosen one."""
+        yield StatusBar()
+        yield Banner()
+        if not self.console.supervisors:
+            yield Static(no_folders_hint(self.console.settings.supervisors), classes="hint")
+        else:
+            yield DataTable(id="folders", cursor_type="row")
+            yield Static("", classes="filters", id="problems")
+            with Horizontal(classes="pair"):
+                yield DataTable(id="grants", cursor_type="row")
+                with Vertical():
+                    yield DataTable(id="messages", cursor_type="row")
+                    yield Static("select a message to see its body", id="message-body")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Columns and the poll timer."""
+        if not self.console.supervisors:
+            return
+        for name, columns in (("folders", FOLDERS), ("grants", GRANTS), ("messages", MESSAGES)):
+            table = self.query_one(f"#{name}", DataTable)
+            for label, key in columns:
+                table.add_column(label, key=key)
+        self.query_one("#folders", DataTable).styles.height = len(self.console.supervisors) + 3
+        self.query_one("#grants", DataTable).border_title = "running"
+        self.query_one("#messages", DataTable).border_title = "outbox"
+        self._timer = self.set_interval(self.console.refresh_seconds, self.refresh_now)
+        self.refresh_now()
+
+    def on_screen_suspend(self) -> None:
+        """Poll only what is shown."""
+        if self._timer is not None:
+            self._timer.pause()
+
+    def on_screen_resume(self) -> None:
+        """Back on screen: read at once."""
+        if self._timer is not None:
+            self._timer.resume()
+            self.refresh_now()
+
+    def refresh_now(self) -> None:
+        """Read the folders now."""
+        self.poll()
+
+    @work(exclusive=True, group="outboxes", thread=True)
+    def poll(self) -> None:
+        """Read every folder in a thread: SQLite and the files block."""
+        views = [read_folder(folder) for folder in self.console.supervisors]
+        self.app.call_from_thread(self.show, views)
+
+    def show(self, views: list[SupervisorView]) -> None:
+        """Fill the folders table and the chosen folder's details."""
+        self.views = views
+        now = self.console.now()
+        rows = [self._folder_row(v, now) for v in views]
+        fill(self.query_one("#folders", DataTable), rows, [v.folder for v in views])
+        self._show_details(now)
+
+    @staticmethod
+    def _folder_row(view: SupervisorView, now: datetime) -> list[Text]:
+        runs = Text("runs", style="green") if view.running else Text("stopped", style="dim")
+        size = view.outbox_size
+        stale = any(is_stale(m.created_at, now) for m in view.messages)
+        outbox = Text(
+            "?" if size is None else str(size),
+            justify="right",
+            style="bold red" if stale else "bold" if size else "dim",
+        )
+        return [
+            Text(view.name or view.folder, style="bold"),
+            runs,
+            Text(str(view.status.get("pid", "")), justify="right"),
+            Text(str(len(view.grants)), justify="right"),
+            outbox,
+            Text(view.url or "?", style="dim"),
+        ]
+
+    def _show_details(self, now: datetime) -> None:
+        if not self.views:
+            return
+        view = self.views[min(self.chosen, len(self.views) - 1)]
+        problems = list(view.problems)
+        if not view.outbox_readable and view.running:
+            problems.append(
+                "the running supervisor holds its outbox; its size comes from status.json"
+            )
+        started = view.status.get("started_at")
+        head = f"{view.folder}" + (
+            f" · started {local_time(started, with_date=True)}" if started else ""
+        )
+        self.query_one("#problems", Static).update(" · ".join([head, *problems]))
+        grants = view.grants
+        fill(
+            self.query_one("#grants", DataTable),
+            [
+                [
+                    Text(str(g.get("task")), justify="right"),
+                    Text(str(g.get("token")), style="bold"),
+                    Text(str(g.get("state")), style="cyan"),
+                    Text(str(g.get("attempt")), justify="right"),
+                    Text(since(g.get("started_at") or g.get("start"), now), justify="right"),
+                ]
+                for g in grants
+            ],
+            [str(i) for i in range(len(grants))],
+        )
+        fill(
+            self.query_one("#messages", DataTable),
+            [
+                [
+                    Text(str(m.id), justify="right"),
+                    Text(m.kind),
+                    Text(str(m.task), justify="right"),
+                    Text(str(m.attempt), justify="right"),
+                    Text(m.token, style="bold"),
+                    Text(
+                        since(m.created_at, now),
+                        justify="right",
+                        style="bold red" if is_stale(m.created_at, now) else "",
+                    ),
+                    Text(m.summary),
+                ]
+                for m in view.messages
+            ],
+            [str(m.id) for m in view.messages],
+        )
+
+    @on(DataTable.RowHighlighted, "#folders")
+    def _folder_chosen(self, highlighted: DataTable.RowHighlighted) -> None:
+        self.chosen = highlighted.cursor_row
+        self._show_details(self.console.now())
+
+    @on(DataTable.RowHighlighted, "#messages")
+    @on(DataTable.RowSelected, "#messages")
+    def _message_chosen(self, chosen: DataTable.RowHighlighted | DataTable.RowSelected) -> None:
+        if not self.views:
+            return
+        view = self.views[min(self.chosen, len(self.views) - 1)]
+        for message in view.messages:
+            if str(message.id) == chosen.row_key.value:
+                self.query_one("#message-body", Static).update(
+                    Text(
+                        f"#{message.id} {message.kind} at {local_time(message.created_at, with_date=True)}\n{message.body}"
+                    )
+                )

@@ -1,0 +1,299 @@
+"""`enter`: one token, with live history, tasks, timers, memory, context and children (§2.2)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, RichLog, Static, TabbedContent, TabPane
+
+from stateous.model.history import display_state, history_line, payload_json
+from tui.format import (
+    TASK_STYLES,
+    countdown,
+    lease_bar,
+    local_time,
+    since,
+    status_text,
+    styled,
+    token_line_text,
+)
+from tui.screens.steering import STEERING_BINDINGS, SteeringScreen
+from tui.screens.tokens import steering_commands
+from tui.widgets import Banner, StatusBar
+
+VALUE_LIMIT = 40
+"""A memory value longer than this is cut in the table; the full value shows on select."""
+
+TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+    "tasks": (
+        ("task", "task"),
+        ("state", "state"),
+        ("visit", "visit"),
+        ("status", "status"),
+        ("att", "attempt"),
+        ("supervisor", "supervisor"),
+        ("lease", "lease"),
+        ("queued", "queued"),
+    ),
+    "timers": (("event", "event"), ("kind", "kind"), ("due", "due"), ("countdown", "countdown")),
+    "memory": (("key", "key"), ("state", "state"), ("value", "value")),
+    "children": (("child", "token"), ("state", "state"), ("status", "status"), ("in state", "age")),
+}
+
+
+class TokenScreen(SteeringScreen):
+    """The token screen; polls the token, its new history entries, and the open tab."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back"),
+        *STEERING_BINDINGS,
+        Binding("u", "parent", "Parent"),
+        Binding("enter", "select", "Open/show", show=False),
+    ]
+
+    def __init__(self, token: str) -> None:
+        super().__init__()
+        self.token_id = token
+        self.title = f"token {token}"
+        self.token: dict[str, Any] | None = None
+        self.last_seq = 0
+        self.memory: list[dict[str, Any]] = []
+        self._timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        """Status bar, banner, the token line, tabs, footer."""
+        yield StatusBar()
+        yield Banner()
+        yield Static(Text(f"{self.token_id}: loading"), classes="title", id="line")
+        with TabbedContent(id="tabs"):
+            with TabPane("History", id="history-tab"):
+                yield RichLog(id="history", wrap=False, markup=False, auto_scroll=True)
+            with TabPane("Tasks", id="tasks-tab"):
+                yield DataTable(id="tasks", cursor_type="row")
+            with TabPane("Timers", id="timers-tab"):
+                yield DataTable(id="timers", cursor_type="row")
+            with TabPane("Memory", id="memory-tab"):
+                yield DataTable(id="memory", cursor_type="row")
+                yield Static("select a key to see its whole value", id="memory-value")
+            with TabPane("Context", id="context-tab"):
+                yield Static("", id="context")
+            with TabPane("Children", id="children-tab"):
+                yield DataTable(id="children", cursor_type="row")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Columns and the poll timer."""
+        for name, columns in TABLES.items():
+            table = self.query_one(f"#{name}", DataTable)
+            for label, key in columns:
+                table.add_column(label, key=key)
+        self._timer = self.set_interval(self.console.refresh_seconds, self.refresh_now)
+        self.refresh_now()
+
+    def on_screen_suspend(self) -> None:
+        """Poll only what is shown."""
+        if self._timer is not None:
+            self._timer.pause()
+
+    def on_screen_resume(self) -> None:
+        """Back on screen: poll at once."""
+        if self._timer is not None:
+            self._timer.resume()
+            self.refresh_now()
+
+    @on(TabbedContent.TabActivated)
+    def _tab_changed(self) -> None:
+        self.refresh_now()
+
+    # ------------------------------------------------------------------ data
+
+    def refresh_now(self) -> None:
+        """Poll now."""
+        self.poll()
+
+    @work(exclusive=True, group="token")
+    async def poll(self) -> None:
+        """The token, the history after the last entry shown, and the open tab's rows."""
+        plane, ident = self.console.plane, self.token_id
+        token = await self.console.call(plane.token(ident))
+        if token is None:
+            return
+        self.show_token(token)
+        entries = await self.console.call(plane.history(ident, after=self.last_seq))
+        if entries is not None:
+            self.append_history(entries)
+        tab = self.query_one(TabbedContent).active
+        if tab == "tasks-tab":
+            tasks = await self.console.call(plane.token_tasks(ident))
+            if tasks is not None:
+                self.show_tasks(tasks)
+        elif tab == "timers-tab":
+            timers = await self.console.call(plane.timers(ident))
+            if timers is not None:
+                self.show_timers(timers)
+        elif tab == "memory-tab":
+            memory = await self.console.call(plane.memory(ident))
+            if memory is not None:
+                self.show_memory(memory)
+        elif tab == "children-tab":
+            children = await self.console.call(plane.tokens(parent=ident, limit=1000))
+            if children is not None:
+                self.show_children(children)
+
+    def show_token(self, token: dict[str, Any]) -> None:
+        """The token line (as `token show` prints it), its parent, and its context."""
+        self.token = token
+        line = token_line_text(token)
+        parent = token.get("parent")
+        if isinstance(parent, str):
+            line.append(f"   child of {parent} (u)", style="dim")
+        self.query_one("#line", Static).update(line)
+        context = json.dumps(token.get("context"), indent=2, ensure_ascii=False)
+        self.query_one("#context", Static).update(
+            Syntax(context, "json", background_color="default")
+        )
+
+    def append_history(self, entries: list[dict[str, Any]]) -> None:
+        """Append the new entries, each rendered exactly as `token show` renders it."""
+        log = self.query_one("#history", RichLog)
+        for entry in entries:
+            seq = entry.get("seq")
+            # A control plane without `after=` sends everything: keep only what is new.
+            if isinstance(seq, int) and seq <= self.last_seq:
+                continue
+            log.write(styled(history_line(entry)))
+            if isinstance(seq, int):
+                self.last_seq = seq
+
+    def show_tasks(self, tasks: list[dict[str, Any]]) -> None:
+        """Tasks with their lease countdown bars."""
+        now = self.console.now()
+        rows = [
+            [
+                Text(str(t.get("task")), justify="right"),
+                Text(str(t.get("state")), style="cyan"),
+                Text(str(t.get("visit")), justify="right"),
+                status_text(t.get("status"), TASK_STYLES),
+                Text(str(t.get("attempt")), justify="right"),
+                Text(str(t.get("claimed_by") or "")),
+                lease_bar(t.get("lease_until"), now),
+                Text(since(t.get("queued_at"), now) + " ago", style="dim"),
+            ]
+            for t in tasks
+        ]
+        fill(self.query_one("#tasks", DataTable), rows, [str(t.get("task")) for t in tasks])
+
+    def show_timers(self, timers: list[dict[str, Any]]) -> None:
+        """The pending timers with their countdowns."""
+        now = self.console.now()
+        pending = [t for t in timers if t.get("status") == "pending"]
+        rows = [
+            [
+                Text(str(t.get("event")), style="bold"),
+                Text(str(t.get("kind"))),
+                Text(local_time(t.get("due_at"), with_date=True)),
+                Text(countdown(t.get("due_at"), now), justify="right"),
+            ]
+            for t in pending
+        ]
+        fill(self.query_one("#timers", DataTable), rows, [str(t.get("id")) for t in pending])
+
+    def show_memory(self, memory: list[dict[str, Any]]) -> None:
+        """Keys and values (cut; the whole value on select)."""
+        self.memory = memory
+        rows = [
+            [
+                Text(str(m.get("key")), style="bold"),
+                Text(str(m.get("state")), style="cyan"),
+                Text(payload_json(m.get("value"))[:VALUE_LIMIT]),
+            ]
+            for m in memory
+        ]
+        fill(self.query_one("#memory", DataTable), rows, [str(i) for i in range(len(memory))])
+
+    def show_children(self, children: list[dict[str, Any]]) -> None:
+        """The children, most recently moved first; enter opens one."""
+        now = self.console.now()
+        rows = [
+            [
+                Text(str(c.get("token"))),
+                Text(display_state(c.get("state")), style="cyan"),
+                status_text(c.get("status")),
+                Text(since(c.get("entered_at"), now), justify="right"),
+            ]
+            for c in children
+        ]
+        fill(self.query_one("#children", DataTable), rows, [str(c.get("token")) for c in children])
+
+    # ------------------------------------------------------------------ steering
+
+    def selected_token(self) -> dict[str, Any] | None:
+        """The token of this screen."""
+        return self.token
+
+    # ------------------------------------------------------------------ keys
+
+    def action_back(self) -> None:
+        """Back to the screen below."""
+        self.dismiss()
+
+    def action_parent(self) -> None:
+        """Open the parent token in place of this one."""
+        parent = (self.token or {}).get("parent")
+        if isinstance(parent, str):
+            self.app.switch_screen(TokenScreen(parent))
+        else:
+            self.notify(f"token '{self.token_id}' has no parent", severity="warning")
+
+    @on(DataTable.RowSelected, "#children")
+    def _child_chosen(self, selected: DataTable.RowSelected) -> None:
+        self.app.push_screen(TokenScreen(str(selected.row_key.value)))
+
+    @on(DataTable.RowHighlighted, "#memory")
+    @on(DataTable.RowSelected, "#memory")
+    def _memory_chosen(self, chosen: DataTable.RowHighlighted | DataTable.RowSelected) -> None:
+        index = int(str(chosen.row_key.value))
+        if index < len(self.memory):
+            row = self.memory[index]
+            value = json.dumps(row.get("value"), indent=2, ensure_ascii=False)
+            self.query_one("#memory-value", Static).update(f"{row.get('key')} =\n{value}")
+
+    def action_select(self) -> None:
+        """Enter: open the selected child, or show the selected memory value."""
+        focused = self.focused
+        if isinstance(focused, DataTable):
+            focused.action_select_cursor()
+
+    def palette_commands(self) -> list[Any]:
+        """The palette's commands of this screen."""
+        from textual.app import SystemCommand
+
+        return [
+            SystemCommand("Back to the list", "(escape)", self.action_back),
+            SystemCommand("Open the parent token", "(u)", self.action_parent),
+            *steering_commands(self),
+        ]
+
+
+def fill(table: DataTable[Any], rows: list[list[Text]], keys: list[str]) -> None:
+    """Show `rows` in `table`, updating cells in place when the keys did not change."""
+    current = [str(row.value) for row in table.rows]
+    if current == keys:
+        columns = list(table.columns)
+        for key, row in zip(keys, rows, strict=True):
+            for column, cell in zip(columns, row, strict=True):
+                table.update_cell(key, column, cell)
+        return
+    cursor = table.cursor_row
+    table.clear()
+    for key, row in zip(keys, rows, strict=True):
+        table.add_row(*row, key=key)
+    if rows:
+        table.move_cursor(row=min(cursor, len(rows) - 1), animate=False)

@@ -1,0 +1,339 @@
+"""`t`: the tokens screen, with the states panel, filters and search (spec 60 §2.1)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, Input, Static
+
+from stateous.model.history import display_state
+from tui.format import STATUSES, since, status_text
+from tui.schema import state_key
+from tui.screens.steering import STEERING_BINDINGS, SteeringScreen
+from tui.widgets import Banner, StatesPanel, StatusBar
+
+LIMIT = 1000
+"""The most tokens one listing answers (spec 20 §4.1): the most recently moved."""
+
+COLUMNS = (
+    ("id", "id"),
+    ("state", "state"),
+    ("visit", "visit"),
+    ("status", "status"),
+    ("in state", "age"),
+    ("parent", "parent"),
+)
+
+
+def arrange(
+    tokens: list[dict[str, Any]], *, state: str | None, prefix: str, hide_children: bool
+) -> list[tuple[dict[str, Any], int]]:
+    """The rows to show, with their depth: filtered, each child just below its parent.
+
+    A child whose parent is not shown stays where the listing put it, at the top level.
+    """
+    shown = [
+        t
+        for t in tokens
+        if str(t.get("token", "")).startswith(prefix)
+        and (state is None or state_key(t) == state)
+        and not (hide_children and isinstance(t.get("parent"), str))
+    ]
+    ids = {str(t.get("token")) for t in shown}
+    children: dict[str, list[dict[str, Any]]] = {}
+    for t in shown:
+        parent = t.get("parent")
+        if isinstance(parent, str) and parent in ids:
+            children.setdefault(parent, []).append(t)
+    rows: list[tuple[dict[str, Any], int]] = []
+
+    def place(token: dict[str, Any], depth: int) -> None:
+        rows.append((token, depth))
+        for child in children.get(str(token.get("token")), []):
+            place(child, depth + 1)
+
+    for t in shown:
+        parent = t.get("parent")
+        if not (isinstance(parent, str) and parent in ids):
+            place(t, 0)
+    return rows
+
+
+class TokensScreen(SteeringScreen):
+    """Every token, most recently moved first, with the states panel beside it."""
+
+    TITLE = "tokens"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]  # noqa: RUF012  # Screen types it
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "Open", show=False),
+        Binding("slash", "search", "Search", key_display="/"),
+        Binding("h", "children", "Children"),
+        *STEERING_BINDINGS,
+        Binding("0", "status(None)", "All statuses", show=False),
+        Binding("1", "status('active')", "Active only", show=False),
+        Binding("2", "status('paused')", "Paused only", show=False),
+        Binding("3", "status('completed')", "Completed only", show=False),
+        Binding("4", "status('failed')", "Failed only", show=False),
+        Binding("5", "status('cancelled')", "Cancelled only", show=False),
+        Binding("escape", "clear", "Clear filters", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tokens: dict[str, dict[str, Any]] = {}
+        self.listing: list[dict[str, Any]] = []
+        self.status_filter: str | None = None
+        self.state_filter: str | None = None
+        self.prefix = ""
+        self.hide_children = False
+        self._keys: list[str] = []
+        self._cells: dict[str, tuple[str, ...]] = {}
+        self._timer: Timer | None = None
+        self.loaded = False
+        """True once the first listing is on screen (the benchmark waits for it)."""
+
+    def compose(self) -> ComposeResult:
+        """Status bar, banner, filters, search, states panel and tokens, footer."""
+        yield StatusBar()
+        yield Banner()
+        yield Static("", classes="filters", id="filters")
+        yield Input(placeholder="id prefix; enter opens an exact id", id="search")
+        with Horizontal(classes="main-row"):
+            yield StatesPanel(id="states")
+            yield DataTable(id="tokens", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Columns, the poll timer, and the states panel following the app's stats."""
+        table = self.query_one("#tokens", DataTable)
+        for label, key in COLUMNS:
+            table.add_column(label, key=key)
+        if self.console.frozen:
+            self.query_one("#search", Input).cursor_blink = False
+        self.watch(self.console, "stats", self._stats_changed)
+        self.watch(self.console, "graph", self._stats_changed)
+        self._show_filters()
+        self._timer = self.set_interval(self.console.refresh_seconds, self.refresh_now)
+        self.refresh_now()
+
+    def on_screen_suspend(self) -> None:
+        """Poll only what is shown."""
+        if self._timer is not None:
+            self._timer.pause()
+
+    def on_screen_resume(self) -> None:
+        """Back on screen: poll at once, then at the interval."""
+        if self._timer is not None:
+            self._timer.resume()
+            self.refresh_now()
+
+    def _stats_changed(self, _value: object = None) -> None:
+        self.query_one(StatesPanel).show(self.console.graph, self.console.stats)
+
+    # ------------------------------------------------------------------ data
+
+    def refresh_now(self) -> None:
+        """Fetch the listing now."""
+        self.poll()
+
+    @work(exclusive=True, group="tokens")
+    async def poll(self) -> None:
+        """`GET /tokens` with the status filter; the rest of the filters apply here."""
+        plane = self.console.plane
+        listing = await self.console.call(plane.tokens(status=self.status_filter, limit=LIMIT))
+        if listing is None:
+            return
+        self.listing = listing
+        self.tokens = {str(t.get("token")): t for t in listing}
+        self.render_rows()
+        self.loaded = True
+
+    def render_rows(self) -> None:
+        """Show the listing; cells are updated in place when the rows stay the same."""
+        table = self.query_one("#tokens", DataTable)
+        rows = arrange(
+            self.listing,
+            state=self.state_filter,
+            prefix=self.prefix,
+            hide_children=self.hide_children,
+        )
+        keys = [str(t.get("token")) for t, _ in rows]
+        now = self.console.now()
+        cells = {str(t.get("token")): self._row(t, depth, now) for t, depth in rows}
+        if keys == self._keys:
+            self._update(table, cells)
+        else:
+            self._rebuild(table, keys, cells)
+        self._keys = keys
+        self._cells = {k: tuple(c.plain for c in v) for k, v in cells.items()}
+        self._show_filters(len(rows))
+
+    def _update(self, table: DataTable[Any], cells: dict[str, list[Text]]) -> None:
+        for key, row in cells.items():
+            old = self._cells.get(key, ())
+            for index, (cell, (_, column)) in enumerate(zip(row, COLUMNS, strict=True)):
+                if index >= len(old) or old[index] != cell.plain:
+                    table.update_cell(key, column, cell)
+
+    def _rebuild(
+        self, table: DataTable[Any], keys: list[str], cells: dict[str, list[Text]]
+    ) -> None:
+        selected = self._selected_key()
+        table.clear()
+        for key in keys:
+            table.add_row(*cells[key], key=key)
+        if selected in cells:
+            table.move_cursor(row=table.get_row_index(selected), animate=False)
+
+    @staticmethod
+    def _row(token: dict[str, Any], depth: int, now: Any) -> list[Text]:
+        ident = str(token.get("token"))
+        if depth:
+            ident = "  " * (depth - 1) + "└ " + ident
+        visit = token.get("visit")
+        return [
+            Text(ident, style="dim" if depth else "bold"),
+            Text(display_state(token.get("state")), style="cyan"),
+            Text(str(visit), justify="right"),
+            status_text(token.get("status")),
+            Text(since(token.get("entered_at"), now), justify="right"),
+            Text(str(token.get("parent") or ""), style="dim"),
+        ]
+
+    def _show_filters(self, shown: int | None = None) -> None:
+        parts = [
+            f"status: {self.status_filter or 'all'} (0-5)",
+            f"state: {self.state_filter or 'all'}",
+            f"id: {self.prefix + '*' if self.prefix else 'any'} (/)",
+            f"children: {'hidden' if self.hide_children else 'shown'} (h)",
+        ]
+        if shown is not None:
+            parts.append(f"{shown} of the {len(self.listing)} most recently moved")
+        self.query_one("#filters", Static).update(" · ".join(parts))
+
+    # ------------------------------------------------------------------ selection
+
+    def _selected_key(self) -> str | None:
+        table = self.query_one("#tokens", DataTable)
+        if table.row_count == 0:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return str(key) if key is not None else None
+
+    def selected_token(self) -> dict[str, Any] | None:
+        """The token under the cursor."""
+        key = self._selected_key()
+        return self.tokens.get(key) if key is not None else None
+
+    def show_token(self, token: dict[str, Any]) -> None:
+        """Put the answered token in its row at once, then poll for the rest."""
+        ident = str(token.get("token"))
+        self.listing = [token if str(t.get("token")) == ident else t for t in self.listing]
+        self.tokens[ident] = token
+        self.render_rows()
+        self.refresh_now()
+
+    # ------------------------------------------------------------------ keys
+
+    @on(DataTable.RowSelected, "#tokens")
+    def action_open(self) -> None:
+        """Open the selected token."""
+        key = self._selected_key()
+        if key is not None:
+            self.open_token(key)
+
+    def open_token(self, token: str) -> None:
+        """Push the token screen of `token`."""
+        from tui.screens.token import TokenScreen
+
+        self.app.push_screen(TokenScreen(token))
+
+    @on(DataTable.RowSelected, "#states")
+    def _state_chosen(self, selected: DataTable.RowSelected) -> None:
+        state = str(selected.row_key.value)
+        self.state_filter = None if self.state_filter == state else state
+        self.render_rows()
+        self.query_one("#tokens", DataTable).focus()
+
+    def action_status(self, status: str | None) -> None:
+        """Show only the tokens of `status` (None: all)."""
+        if status is not None and status not in STATUSES:
+            return
+        self.status_filter = status
+        self._show_filters()
+        self.refresh_now()
+
+    def action_children(self) -> None:
+        """Hide the child tokens, or show them again below their parents."""
+        self.hide_children = not self.hide_children
+        self.render_rows()
+
+    def action_search(self) -> None:
+        """Filter by id prefix."""
+        search = self.query_one("#search", Input)
+        search.add_class("-shown")
+        search.focus()
+
+    @on(Input.Changed, "#search")
+    def _prefix_changed(self, changed: Input.Changed) -> None:
+        self.prefix = changed.value
+        self.render_rows()
+
+    @on(Input.Submitted, "#search")
+    def _prefix_submitted(self, submitted: Input.Submitted) -> None:
+        # An exact id opens the token even when it is older than the listing reaches.
+        if submitted.value and submitted.value not in self.tokens and not self._keys:
+            self.open_token(submitted.value)
+            return
+        self.query_one("#tokens", DataTable).focus()
+
+    def action_clear(self) -> None:
+        """Clear the id and state filters, and hide the search."""
+        search = self.query_one("#search", Input)
+        search.value = ""
+        search.remove_class("-shown")
+        self.prefix = ""
+        self.state_filter = None
+        self.render_rows()
+        self.query_one("#tokens", DataTable).focus()
+
+    def palette_commands(self) -> list[Any]:
+        """The palette's commands of this screen: filters and steering."""
+        from textual.app import SystemCommand
+
+        commands = [
+            SystemCommand(
+                f"Show {s} tokens", f"Filter by status ({i})", lambda s=s: self.action_status(s)
+            )
+            for i, s in enumerate(STATUSES, start=1)
+        ]
+        commands.append(
+            SystemCommand(
+                "Show all tokens", "Clear the status filter (0)", lambda: self.action_status(None)
+            )
+        )
+        commands.append(SystemCommand("Search tokens by id", "Id prefix (/)", self.action_search))
+        commands.append(SystemCommand("Hide or show children", "(h)", self.action_children))
+        commands.extend(steering_commands(self))
+        return commands
+
+
+def steering_commands(screen: SteeringScreen) -> list[Any]:
+    """The steering actions by name, for the palette."""
+    from textual.app import SystemCommand
+
+    return [
+        SystemCommand("Pause the token", "(p)", lambda: screen.action_steer("pause")),
+        SystemCommand("Resume the token", "(r)", lambda: screen.action_steer("resume")),
+        SystemCommand("Cancel the token", "(c), after a confirmation", screen.action_cancel),
+        SystemCommand(
+            "Fire an event", "(f) a form checked against the payload schema", screen.action_fire
+        ),
+        SystemCommand("Start a token", "(s)", screen.action_start),
+    ]

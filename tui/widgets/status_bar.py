@@ -1,0 +1,67 @@
+"""The header bar: URL, workflow and checksum, connection state, tokens by status."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+from textual.widgets import Static
+
+from tui.format import STATUS_STYLES, STATUSES
+
+if TYPE_CHECKING:
+    from tui.app import ConsoleApp
+
+
+def short_checksum(checksum: object) -> str:
+    """`sha256:` and the first 8 hex digits: enough to tell two graph files apart."""
+    text = str(checksum or "?")
+    return text[:15]
+
+
+class StatusBar(Static):
+    """One or two lines at the top of every screen, kept current from the app's polls."""
+
+    DEFAULT_CSS = """
+    StatusBar {
+        height: auto;
+        background: $panel;
+        color: $text;
+        padding: 0 1;
+    }
+    """
+
+    def on_mount(self) -> None:
+        """Follow the app's health, stats and connection state."""
+        app: ConsoleApp = self.app  # type: ignore[assignment]  # the console is the only app
+        self.watch(app, "health", self._redraw)
+        self.watch(app, "stats", self._redraw)
+        self.watch(app, "unreachable", self._redraw)
+
+    def _redraw(self, _value: object = None) -> None:
+        app: ConsoleApp = self.app  # type: ignore[assignment]  # the console is the only app
+        self.update(render_status(app.plane.url, app.health, app.stats, app.unreachable))
+
+
+def render_status(
+    url: str, health: dict[str, Any] | None, stats: dict[str, Any] | None, unreachable: str | None
+) -> Text:
+    """The bar's text: `URL  workflow sha256:…  ● connected  active 3  paused 1 …`."""
+    text = Text()
+    text.append(url, style="bold")
+    if health:
+        text.append(f"  {health.get('workflow', '?')} ", style="cyan")
+        text.append(short_checksum(health.get("checksum")), style="dim")
+    if unreachable is not None:
+        text.append("  ● unreachable", style="bold red")
+    elif health is None:
+        text.append("  ○ connecting", style="dim")
+    else:
+        text.append("  ● connected", style="green")
+    counts = (stats or {}).get("tokens")
+    if isinstance(counts, dict):
+        text.append("\n")
+        for status in STATUSES:
+            text.append(f"{status} ", style=STATUS_STYLES.get(status, ""))
+            text.append(f"{counts.get(status, 0)}  ", style="bold")
+    return text
