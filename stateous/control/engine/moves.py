@@ -1,0 +1,186 @@
+"""The shared procedures that move a token (spec 30 §2.5-2.13).
+
+Each runs inside the caller's transaction and answers the token as it is afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any
+
+from stateous.control.clock import iso
+from stateous.control.engine.routing import Routing, next_visit
+from stateous.control.engine.tx import Tx
+from stateous.control.store import queries as q
+from stateous.control.store.queries import TokenRecord
+from stateous.model.durations import parse_duration
+from stateous.model.graph import END, START, STARTED, TransitionSpec, WorkflowBody
+
+ENDED = frozenset({"completed", "failed", "cancelled"})
+LIVE = frozenset({"active", "paused"})
+WORKED_ON = frozenset({"claimed", "waiting"})
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A routine's timer: fire `event` with `payload` `after` a duration."""
+
+    event: str
+    payload: dict[str, Any] | None
+    after: str
+
+    def as_data(self) -> dict[str, Any]:
+        """The schedule as held in `event_deferred` (payload omitted when null)."""
+        data: dict[str, Any] = {"event": self.event}
+        if self.payload is not None:
+            data["payload"] = self.payload
+        data["after"] = self.after
+        return data
+
+
+def create_token(
+    tx: Tx,
+    body: WorkflowBody,
+    token_id: str,
+    context: dict[str, Any],
+    transition: TransitionSpec,
+    parent: str | None = None,
+) -> TokenRecord:
+    """Start steps 3-6 (spec 30 §3.1): `started`, the row at START, `__started__`, the entry."""
+    tx.new_tokens.add(token_id)
+    started: dict[str, Any] = {"context": context}
+    if parent is not None:
+        started["parent"] = parent
+    tx.write(token_id, "started", started)
+    token = TokenRecord(
+        token=token_id, state=START, status="active", visit=0, context=context,
+        entered_at=tx.now, parent=parent, workflow=body.name if parent is not None else None,
+    )  # fmt: skip
+    q.insert_token(tx.conn, token)
+    tx.write(token_id, "event_accepted", {"event": STARTED, "payload": None, "state": START})
+    if transition.target == END:
+        return end_token(tx, token, "completed", {})
+    return enter(tx, body, token, transition.target)
+
+
+def set_timer(
+    tx: Tx, token: TokenRecord, event: str, payload: Any, seconds: int, kind: str
+) -> None:
+    """A pending timer for the token's current state and visit; writes `timer_set`."""
+    due = tx.now + timedelta(seconds=seconds)
+    q.insert_timer(
+        tx.conn, token=token.token, state=token.state, visit=token.visit, event=event,
+        payload=payload, set_at=tx.now, due_at=due, kind=kind,
+    )  # fmt: skip
+    tx.write(token.token, "timer_set", {"event": event, "due_at": iso(due)})
+
+
+def enter(tx: Tx, body: WorkflowBody, token: TokenRecord, state: str) -> TokenRecord:
+    """Enter a state (§2.7): `entered`, then a task, a timeout, or the children."""
+    visit = next_visit(tx, token.token, state)
+    tx.write(token.token, "entered", {"state": state, "visit": visit})
+    q.update_token(tx.conn, token.token, state=state, visit=visit, entered_at=tx.now)
+    token = replace(token, state=state, visit=visit, entered_at=tx.now)
+    spec = body.states[state]
+    if not spec.is_parallel:
+        task = q.insert_task(tx.conn, token.token, state, visit, tx.now)
+        tx.write(token.token, "task_queued", {"task": task, "state": state})
+    if spec.timeout_seconds is not None:
+        set_timer(tx, token, "timeout", None, spec.timeout_seconds, "timeout")
+    if spec.is_parallel:
+        from stateous.control.engine.children import start_children
+
+        start_children(tx, token, spec, visit)
+    return token
+
+
+def leave(
+    tx: Tx, body: WorkflowBody, token: TokenRecord, event: str | None, child_reason: str
+) -> None:
+    """Leave the current state (§2.6): close open tasks, cancel timers and live children."""
+    spec = body.states.get(token.state)
+    emits = spec.emits if spec is not None else ()
+    for task in q.open_tasks(tx.conn, token.token):
+        done = event is not None and event in emits and task.status in WORKED_ON
+        status = "done" if done else "cancelled"
+        q.update_task(tx.conn, task.id, status=status, lease_until=None)
+        tx.write(token.token, f"task_{status}", {"task": task.id})
+    q.cancel_timers(tx.conn, token.token)
+    if spec is not None and spec.is_parallel:
+        from stateous.control.engine.children import cancel_live_children
+
+        cancel_live_children(tx, token, spec, child_reason)
+
+
+def apply_outcome(
+    tx: Tx, token: TokenRecord, routing: Routing | None, schedules: Sequence[Schedule]
+) -> TokenRecord:
+    """Save context writes and `into=` (`context_changed`), then set each schedule (§2.9)."""
+    if routing is not None and routing.keys:
+        q.update_token(tx.conn, token.token, context=routing.context)
+        token = replace(token, context=routing.context)
+        tx.write(token.token, "context_changed", {"keys": routing.keys})
+    for schedule in schedules:
+        set_timer(
+            tx, token, schedule.event, schedule.payload, parse_duration(schedule.after), "timer"
+        )
+    return token
+
+
+def take(
+    tx: Tx,
+    body: WorkflowBody,
+    token: TokenRecord,
+    transition: TransitionSpec,
+    event: str,
+    payload: Any,
+    *,
+    key: str | None = None,
+    routing: Routing | None = None,
+    schedules: Sequence[Schedule] = (),
+) -> TokenRecord:
+    """Take a transition (§2.5): changes, `event_accepted`, the leave, the entry or the end."""
+    token = apply_outcome(tx, token, routing, schedules)
+    state = token.state
+    tx.write(
+        token.token, "event_accepted", {"event": event, "payload": payload, "state": state}, key
+    )
+    leave(tx, body, token, event, f"the parent left {state!r} on {event!r}")
+    if transition.target == END:
+        return end_token(tx, token, "completed", {})
+    return enter(tx, body, token, transition.target)
+
+
+def end_token(tx: Tx, token: TokenRecord, status: str, data: dict[str, Any]) -> TokenRecord:
+    """End a token (§2.12): status, its row, memory deleted, then the parent's join."""
+    q.update_token(tx.conn, token.token, status=status)
+    token = replace(token, status=status)
+    tx.write(token.token, status, data)
+    q.delete_all_memory(tx.conn, token.token)
+    if token.parent is not None and status in ("completed", "failed"):
+        from stateous.control.engine.children import check_join
+
+        check_join(tx, token)
+    return token
+
+
+def fail_token(tx: Tx, body: WorkflowBody, token: TokenRecord, reason: str) -> TokenRecord:
+    """Fail a token (§2.11): leave with no event, then `failed {reason}`."""
+    leave(tx, body, token, None, f"the parent failed: {reason}")
+    return end_token(tx, token, "failed", {"reason": reason})
+
+
+def cancel_token(
+    tx: Tx, body: WorkflowBody, token: TokenRecord, data: dict[str, Any]
+) -> TokenRecord:
+    """Cancel a token inside a transaction (§2.13): drop held events, leave, `cancelled`."""
+    if token.status == "paused":
+        from stateous.control.engine.hold import held_events
+
+        for row in held_events(tx, token.token):
+            reason = "the token was cancelled"
+            tx.write(token.token, "event_dropped", {"event": row.data["event"], "reason": reason})
+    leave(tx, body, token, None, "the parent was cancelled")
+    return end_token(tx, token, "cancelled", data)

@@ -1,0 +1,153 @@
+"""The routing context and `into=` (spec 30 §2.1), and Decide (§2.2)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from stateous.control.engine.tx import Tx
+from stateous.control.store.queries import TokenRecord
+from stateous.model.graph import START, STARTED, TransitionSpec, WorkflowBody
+from stateous.model.guards import GuardEnv
+
+
+@dataclass(frozen=True)
+class Refused:
+    """An event that cannot move the token; `failing` means the token must fail instead."""
+
+    reason: str
+    failing: bool = False
+
+
+@dataclass(frozen=True)
+class Routing:
+    """The context the guards read and, if the event is accepted, the context saved."""
+
+    context: dict[str, Any]
+    keys: list[str]
+
+
+def routing_context(
+    body: WorkflowBody,
+    token: TokenRecord,
+    event: str,
+    payload: Any,
+    writes: Mapping[str, Any] | None = None,
+    state_into: str | None = None,
+) -> Routing:
+    """Overlay the routine's writes, then the `into=` key (which wins on the same key)."""
+    context = dict(token.context)
+    keys = set(writes or {})
+    context.update(writes or {})
+    spec = body.events.get(event)
+    into = state_into if event == "joined" else (spec.into if spec is not None else None)
+    if into is not None:
+        context[into] = payload
+        keys.add(into)
+    return Routing(context, sorted(keys))
+
+
+def context_errors(tx: Tx, body: WorkflowBody, context: Mapping[str, Any]) -> str | None:
+    """The context model's errors for `context`, or None (a workflow without a model: None)."""
+    if body.context is None:
+        return None
+    return tx.config.model(body.context).errors(dict(context))
+
+
+def targets_text(transitions: Sequence[TransitionSpec]) -> str:
+    """The targets' reprs joined by `, ` (the two-guard sentences)."""
+    return ", ".join(repr(t.target) for t in transitions)
+
+
+def accepted_counts(tx: Tx, token: str) -> Counter[str]:
+    """How many times each event was accepted on this token, over its whole life."""
+    rows = tx.ledger(token, ("event_accepted",))
+    return Counter(str(row.data.get("event")) for row in rows)
+
+
+def decide(
+    tx: Tx,
+    body: WorkflowBody,
+    token: TokenRecord,
+    event: str,
+    payload: Any,
+    context: Mapping[str, Any],
+    branches: Sequence[Mapping[str, Any]] | None = None,
+) -> TransitionSpec | Refused:
+    """Choose the transition `event` takes from the token's state; changes nothing."""
+    state = token.state
+    candidates = body.transitions_from(state, event)
+    if not candidates:
+        return Refused(f"no transition for {event!r} from {state!r}")
+    env = GuardEnv(
+        context=context,
+        payload=payload if payload is not None else {},
+        counts=accepted_counts(tx, token.token),
+        event=event,
+        branches=branches,
+    )
+    chosen = _choose(candidates, env)
+    if isinstance(chosen, list):
+        return Refused(
+            f"{event!r} from {state!r} matched more than one guard ({targets_text(chosen)}); "
+            "compile the workflow again, which refuses such guards",
+            failing=True,
+        )
+    if chosen is None:
+        return Refused(f"no guard matched {event!r} from {state!r}, and no otherwise")
+    problem = _parallel_problem(tx, body, token, chosen, context)
+    if problem is not None:
+        return Refused(problem)
+    return chosen
+
+
+def _choose(
+    candidates: Sequence[TransitionSpec], env: GuardEnv
+) -> TransitionSpec | list[TransitionSpec] | None:
+    """One true guard, else the unguarded one; a list when several guards hold."""
+    held = [t for t in candidates if t.guard is not None and t.guard.evaluate(env)]
+    if len(held) > 1:
+        return held
+    if held:
+        return held[0]
+    return next((t for t in candidates if t.guard is None), None)
+
+
+def choose_start(body: WorkflowBody, context: Mapping[str, Any]) -> TransitionSpec | str:
+    """The transition out of START for a starting context, or the refusal sentence."""
+    candidates = body.transitions_from(START, STARTED)
+    env = GuardEnv(context=context, payload={}, counts={}, event=None)
+    chosen = _choose(candidates, env)
+    if isinstance(chosen, list):
+        return (
+            f"more than one transition from START holds ({targets_text(chosen)}); "
+            "compile the workflow again, which refuses such guards"
+        )
+    if chosen is None:
+        return "no transition from START holds on this context, and there is no otherwise"
+    return chosen
+
+
+def _parallel_problem(
+    tx: Tx,
+    body: WorkflowBody,
+    token: TokenRecord,
+    chosen: TransitionSpec,
+    context: Mapping[str, Any],
+) -> str | None:
+    """Whether every child of a parallel target can start (spec 30 §3.14, "Before entering")."""
+    target = body.states.get(chosen.target)
+    if target is None or not target.is_parallel:
+        return None
+    from stateous.control.engine.children import children_problem
+
+    visit = next_visit(tx, token.token, target.name)
+    return children_problem(tx, token.token, target, visit, context)
+
+
+def next_visit(tx: Tx, token: str, state: str) -> int:
+    """The visit a token makes on entering `state` now: its `entered` rows for it, plus 1."""
+    rows = tx.ledger(token, ("entered",))
+    return 1 + sum(1 for row in rows if row.data.get("state") == state)

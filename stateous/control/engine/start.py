@@ -1,0 +1,86 @@
+"""Start a token (spec 30 §3.1): `POST /tokens`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.exc import IntegrityError
+
+from stateous.control.clock import Clock
+from stateous.control.engine.moves import create_token
+from stateous.control.engine.routing import choose_start, context_errors
+from stateous.control.engine.tx import EngineConfig, Tx
+from stateous.control.errors import invalid
+from stateous.control.store import queries as q
+from stateous.control.store.queries import TokenRecord
+
+TOKEN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+@dataclass(frozen=True)
+class Started:
+    """The token after a start, and whether it is new (`201`) or existed (`200`)."""
+
+    token: TokenRecord
+    created: bool
+
+
+def check_start_body(token: Any, context: Any) -> None:
+    """The shape checks of `token` and `context` (no row)."""
+    if not isinstance(token, str):
+        raise invalid("invalid_token_id", "'token' is the token's id: a string")
+    if context is not None and not isinstance(context, dict):
+        raise invalid("invalid_context", "'context' must be a JSON object, or null")
+
+
+def start(
+    conn: Connection, clock: Clock, config: EngineConfig, token_id: Any, context: Any
+) -> Started:
+    """Start a token, or answer the existing one unchanged; refusals write nothing."""
+    check_start_body(token_id, context)
+    tx = Tx.open(conn, clock, config)
+    # Lock first, so that two starts of one id take turns and the second sees the first.
+    tx.lock_id(token_id)
+    existing = q.get_token(conn, token_id)
+    if existing is not None:
+        return Started(existing, created=False)
+    if not TOKEN_ID.fullmatch(token_id):
+        raise invalid(
+            "invalid_token_id",
+            "a token id is a letter or digit, then up to 127 letters, digits, '.', '_' or '-'",
+        )
+    other = q.token_folded(conn, token_id)
+    if other is not None:
+        raise invalid(
+            "invalid_token_id",
+            f"a token {other!r} already exists; token ids are compared without regard to case",
+        )
+    body = config.body(None)
+    given = dict(context or {})
+    filled = config.model(body.context).with_defaults(given) if body.context else given
+    errors = context_errors(tx, body, filled)
+    if errors is not None:
+        raise invalid("invalid_context", f"{body.name}: {errors}")
+    chosen = choose_start(body, filled)
+    if isinstance(chosen, str):
+        raise invalid("invalid_context", chosen)
+    target = body.states.get(chosen.target)
+    if target is not None and target.is_parallel:
+        from stateous.control.engine.children import children_problem
+
+        problem = children_problem(tx, token_id, target, 1, filled)
+        if problem is not None:
+            raise invalid("invalid_context", problem)
+    try:
+        created = create_token(tx, body, token_id, filled, chosen)
+        tx.flush()
+    except IntegrityError as exc:
+        raise invalid(
+            "invalid_token_id",
+            "a token id differs only in case from one that another call made at the same time; "
+            "token ids are compared without regard to case",
+        ) from exc
+    return Started(created, created=True)

@@ -1,0 +1,120 @@
+"""One engine transaction: its time, its ledger writer and the family lock (spec 30 §1)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from stateous.control.clock import Clock
+from stateous.control.store import queries as q
+from stateous.control.store.db import family_key
+from stateous.model.graph import Graph, WorkflowBody
+from stateous.model.validation import ModelValidator, validator_for
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """What every internal workflow needs besides the connection and the clock."""
+
+    graph: Graph
+    lease: timedelta = timedelta(minutes=2)
+
+    def body(self, workflow: str | None) -> WorkflowBody:
+        """The body of a token's workflow (None: the main workflow)."""
+        return self.graph.bodies[workflow or self.graph.workflow]
+
+    def model(self, name: str) -> ModelValidator:
+        """The validator of one model of the graph's schemas."""
+        return validator_for(self.graph.schemas, name)
+
+
+@dataclass
+class Tx:
+    """The state of one transaction: `now` is read once, so every row shares its `at`.
+
+    Ledger rows are buffered and numbered per token; they are flushed before any ledger read
+    and when the transaction's work ends.
+    """
+
+    conn: Connection
+    now: datetime
+    config: EngineConfig
+    _seq: dict[str, int] = field(default_factory=dict)
+    _rows: list[dict[str, Any]] = field(default_factory=list)
+    new_tokens: set[str] = field(default_factory=set)
+
+    @classmethod
+    def open(cls, conn: Connection, clock: Clock, config: EngineConfig) -> Tx:
+        """Begin the engine's view of the caller's transaction."""
+        return cls(conn=conn, now=clock.now(), config=config)
+
+    @property
+    def graph(self) -> Graph:
+        """The served graph."""
+        return self.config.graph
+
+    def write(self, token: str, kind: str, data: dict[str, Any], key: str | None = None) -> None:
+        """Append a ledger row to `token`'s ledger (numbered max + 1, in writing order)."""
+        seq = self._seq.get(token)
+        if seq is None:
+            seq = 0 if token in self.new_tokens else q.last_seq(self.conn, token)
+        seq += 1
+        self._seq[token] = seq
+        self._rows.append(
+            {"token": token, "seq": seq, "at": self.now, "kind": kind, "key": key, "data": data}
+        )
+
+    def flush(self) -> None:
+        """Insert the buffered ledger rows."""
+        rows, self._rows = self._rows, []
+        q.insert_ledger(self.conn, rows)
+
+    def ledger(self, token: str, kinds: Iterable[str]) -> list[q.LedgerRecord]:
+        """The token's ledger rows of some kinds, including those written in this transaction."""
+        wanted = set(kinds)
+        if token in self.new_tokens:
+            return [
+                q.LedgerRecord(r["token"], r["seq"], r["at"], r["kind"], r["key"], r["data"])
+                for r in self._rows
+                if r["token"] == token and r["kind"] in wanted
+            ]
+        self.flush()
+        return q.ledger_of(self.conn, token, wanted)
+
+    # --- locks ----------------------------------------------------------------------------
+
+    def top_of(self, token: q.TokenRecord) -> str:
+        """The id of the token's top token (following `parent` upward)."""
+        current = token
+        while current.parent is not None:
+            parent = q.get_token(self.conn, current.parent)
+            if parent is None:
+                return current.parent
+            current = parent
+        return current.token
+
+    def lock_id(self, top: str) -> None:
+        """Take the family lock of a top token id (Postgres; SQLite has one writer)."""
+        if self.conn.dialect.name == "postgresql":
+            self.conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": family_key(top)})
+
+    def try_lock_id(self, top: str) -> bool:
+        """Try the family lock without waiting."""
+        if self.conn.dialect.name != "postgresql":
+            return True
+        result = self.conn.execute(
+            text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": family_key(top)}
+        )
+        return bool(result.scalar())
+
+    def lock_token(self, token_id: str) -> q.TokenRecord | None:
+        """Lock the family of a token, then read the token again (None: no such token)."""
+        token = q.get_token(self.conn, token_id)
+        if token is None:
+            return None
+        self.lock_id(self.top_of(token))
+        return q.get_token(self.conn, token_id)

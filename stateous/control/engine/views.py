@@ -1,0 +1,46 @@
+"""The wire shapes of tokens, grants and history entries, built from records."""
+
+from __future__ import annotations
+
+from stateous.control.clock import iso
+from stateous.control.engine.tx import Tx
+from stateous.control.store import queries as q
+from stateous.control.store.queries import LedgerRecord, TaskRecord, TokenRecord
+from stateous.model.wire import GrantWire, HistoryEntryWire, TokenWire
+
+
+def token_wire(token: TokenRecord) -> TokenWire:
+    """The token object of spec 20 §1.3 (`parent` only on a child)."""
+    wire: TokenWire = {
+        "token": token.token,
+        "state": token.state,
+        "status": token.status,
+        "visit": token.visit,
+        "context": token.context,
+        "entered_at": iso(token.entered_at),
+    }
+    if token.parent is not None:
+        wire["parent"] = token.parent
+    return wire
+
+
+def history_entry(row: LedgerRecord) -> HistoryEntryWire:
+    """One ledger row as the history route sends it (no `key`)."""
+    return {"seq": row.seq, "at": iso(row.at), "kind": row.kind, "data": row.data}
+
+
+def grant(tx: Tx, task: TaskRecord, token: TokenRecord) -> GrantWire:
+    """The grant of a claimed task (spec 30 §2.15)."""
+    tx.flush()
+    last = q.last_of_kind(tx.conn, token.token, "event_accepted")
+    state = task.state if token.workflow is None else f"{token.workflow}/{task.state}"
+    return {
+        "task": task.id,
+        "token": token.token,
+        "state": state,
+        "visit": task.visit,
+        "attempt": task.attempt,
+        "context": token.context,
+        "memory": q.memory_of(tx.conn, token.token, task.state),
+        "entered_by": {"name": str(last.data["event"]) if last else "__started__"},
+    }

@@ -1,0 +1,375 @@
+"""Query functions: each takes a Connection and answers typed records, never raw rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, and_, delete, func, insert, or_, select, update
+
+from stateous.control.store.tables import (
+    claims,
+    control_plane,
+    ledger,
+    memory,
+    tasks,
+    timers,
+    tokens,
+)
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    """A row of `tokens`."""
+
+    token: str
+    state: str
+    status: str
+    visit: int
+    context: dict[str, Any]
+    entered_at: datetime
+    parent: str | None
+    workflow: str | None
+
+    @classmethod
+    def from_row(cls, row: Row[Any]) -> TokenRecord:
+        """Build from a `tokens` row."""
+        m = row._mapping
+        return cls(
+            m["token"], m["state"], m["status"], m["visit"], dict(m["context"]),
+            m["entered_at"], m["parent"], m["workflow"],
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """A row of `tasks`."""
+
+    id: int
+    token: str
+    state: str
+    visit: int
+    status: str
+    attempt: int
+    claimed_by: str | None
+    lease_until: datetime | None
+    queued_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Row[Any]) -> TaskRecord:
+        """Build from a `tasks` row."""
+        m = row._mapping
+        return cls(
+            m["id"], m["token"], m["state"], m["visit"], m["status"], m["attempt"],
+            m["claimed_by"], m["lease_until"], m["queued_at"],
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LedgerRecord:
+    """A row of `ledger`."""
+
+    token: str
+    seq: int
+    at: datetime
+    kind: str
+    key: str | None
+    data: dict[str, Any]
+
+    @classmethod
+    def from_row(cls, row: Row[Any]) -> LedgerRecord:
+        """Build from a `ledger` row."""
+        m = row._mapping
+        return cls(m["token"], m["seq"], m["at"], m["kind"], m["key"], dict(m["data"]))
+
+
+@dataclass(frozen=True)
+class ClaimRecord:
+    """A row of `claims`: a supervisor's last claim that carried a request id."""
+
+    supervisor: str
+    request: str
+    task_id: int | None
+    attempt: int | None
+
+
+@dataclass(frozen=True)
+class ControlPlaneRecord:
+    """The one row of `control_plane`."""
+
+    structure: str | None
+    checksum: str | None
+    serving: str | None
+    since: datetime | None
+
+
+# --- tokens ---------------------------------------------------------------------------------
+
+
+def get_token(conn: Connection, token: str) -> TokenRecord | None:
+    """The token with exactly this id, or None."""
+    row = conn.execute(select(tokens).where(tokens.c.token == token)).first()
+    return TokenRecord.from_row(row) if row else None
+
+
+def token_folded(conn: Connection, token: str) -> str | None:
+    """The id of a token equal to `token` ignoring case, or None."""
+    query = select(tokens.c.token).where(func.lower(tokens.c.token) == token.lower())
+    return conn.execute(query.limit(1)).scalar()
+
+
+def insert_token(conn: Connection, record: TokenRecord) -> None:
+    """Insert a new token row."""
+    conn.execute(insert(tokens).values(**record.__dict__))
+
+
+def update_token(conn: Connection, token: str, **values: Any) -> None:
+    """Change columns of one token."""
+    conn.execute(update(tokens).where(tokens.c.token == token).values(**values))
+
+
+def list_tokens(
+    conn: Connection, status: str | None, parent: str | None, limit: int
+) -> list[TokenRecord]:
+    """Tokens most recently moved first (entered_at descending, then id ascending)."""
+    query = select(tokens)
+    if status is not None:
+        query = query.where(tokens.c.status == status)
+    if parent is not None:
+        query = query.where(tokens.c.parent == parent)
+    query = query.order_by(tokens.c.entered_at.desc(), tokens.c.token.asc()).limit(limit)
+    return [TokenRecord.from_row(row) for row in conn.execute(query)]
+
+
+def children_of(conn: Connection, parent: str) -> list[TokenRecord]:
+    """Every child token of `parent` (all visits), by id."""
+    query = select(tokens).where(tokens.c.parent == parent).order_by(tokens.c.token)
+    return [TokenRecord.from_row(row) for row in conn.execute(query)]
+
+
+def count_live(conn: Connection) -> int:
+    """How many tokens are active or paused."""
+    query = select(func.count()).select_from(tokens)
+    return int(conn.execute(query.where(tokens.c.status.in_(("active", "paused")))).scalar() or 0)
+
+
+# --- ledger ---------------------------------------------------------------------------------
+
+
+def last_seq(conn: Connection, token: str) -> int:
+    """The highest seq of a token's ledger (0 when empty)."""
+    query = select(func.max(ledger.c.seq)).where(ledger.c.token == token)
+    return int(conn.execute(query).scalar() or 0)
+
+
+def insert_ledger(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+    """Append ledger rows (already numbered)."""
+    if rows:
+        conn.execute(insert(ledger), list(rows))
+
+
+def key_used(conn: Connection, token: str, key: str) -> bool:
+    """Whether a ledger row of this token carries this idempotency key."""
+    query = select(ledger.c.seq).where(ledger.c.token == token, ledger.c.key == key)
+    return conn.execute(query.limit(1)).first() is not None
+
+
+def ledger_of(
+    conn: Connection, token: str, kinds: Iterable[str] | None = None
+) -> list[LedgerRecord]:
+    """A token's ledger rows in seq order, optionally only some kinds."""
+    query = select(ledger).where(ledger.c.token == token)
+    if kinds is not None:
+        query = query.where(ledger.c.kind.in_(list(kinds)))
+    return [LedgerRecord.from_row(row) for row in conn.execute(query.order_by(ledger.c.seq))]
+
+
+def last_of_kind(conn: Connection, token: str, kind: str) -> LedgerRecord | None:
+    """The token's latest ledger row of one kind."""
+    query = select(ledger).where(ledger.c.token == token, ledger.c.kind == kind)
+    row = conn.execute(query.order_by(ledger.c.seq.desc()).limit(1)).first()
+    return LedgerRecord.from_row(row) if row else None
+
+
+# --- tasks ----------------------------------------------------------------------------------
+
+
+def insert_task(conn: Connection, token: str, state: str, visit: int, now: datetime) -> int:
+    """Queue a task (attempt 0) and answer its id."""
+    values = {"token": token, "state": state, "visit": visit, "status": "queued", "attempt": 0}
+    result = conn.execute(insert(tasks).values(**values, queued_at=now).returning(tasks.c.id))
+    return int(result.scalar_one())
+
+
+def get_task(conn: Connection, task_id: int) -> TaskRecord | None:
+    """The task with this id, or None."""
+    row = conn.execute(select(tasks).where(tasks.c.id == task_id)).first()
+    return TaskRecord.from_row(row) if row else None
+
+
+def open_tasks(conn: Connection, token: str) -> list[TaskRecord]:
+    """The token's queued, claimed or waiting tasks, by id."""
+    query = select(tasks).where(
+        tasks.c.token == token, tasks.c.status.in_(("queued", "claimed", "waiting"))
+    )
+    return [TaskRecord.from_row(row) for row in conn.execute(query.order_by(tasks.c.id))]
+
+
+def update_task(conn: Connection, task_id: int, **values: Any) -> None:
+    """Change columns of one task."""
+    conn.execute(update(tasks).where(tasks.c.id == task_id).values(**values))
+
+
+def queued_candidates(
+    conn: Connection, served: Sequence[tuple[str | None, str]], limit: int = 20
+) -> list[tuple[TaskRecord, str | None]]:
+    """The oldest queued tasks of active tokens in the served (workflow, state) pairs.
+
+    A pair's workflow None means the main workflow (`tokens.workflow` null). Each task comes
+    with its token's parent, to find the family lock.
+    """
+    conditions = [
+        and_(
+            tasks.c.state == state,
+            tokens.c.workflow.is_(None) if workflow is None else tokens.c.workflow == workflow,
+        )
+        for workflow, state in served
+    ]
+    query = (
+        select(tasks, tokens.c.parent)
+        .join(tokens, tokens.c.token == tasks.c.token)
+        .where(tasks.c.status == "queued", tokens.c.status == "active", or_(*conditions))
+        .order_by(tasks.c.id)
+        .limit(limit)
+    )
+    return [(TaskRecord.from_row(row), row._mapping["parent"]) for row in conn.execute(query)]
+
+
+def renew_leases(
+    conn: Connection, supervisor: str, ids: Sequence[int], now: datetime, until: datetime
+) -> set[int]:
+    """One statement: renew each listed task claimed by `supervisor` whose lease has not ended."""
+    query = (
+        update(tasks)
+        .where(
+            tasks.c.id.in_(list(ids)),
+            tasks.c.status == "claimed",
+            tasks.c.claimed_by == supervisor,
+            or_(tasks.c.lease_until.is_(None), tasks.c.lease_until >= now),
+        )
+        .values(lease_until=until)
+        .returning(tasks.c.id)
+    )
+    return {int(i) for i in conn.execute(query).scalars()}
+
+
+# --- timers ---------------------------------------------------------------------------------
+
+
+def insert_timer(conn: Connection, **values: Any) -> int:
+    """Insert a pending timer and answer its id."""
+    result = conn.execute(insert(timers).values(status="pending", **values).returning(timers.c.id))
+    return int(result.scalar_one())
+
+
+def cancel_timers(conn: Connection, token: str, kind: str | None = None) -> None:
+    """Set the token's pending timers (of one kind, or all) to cancelled."""
+    query = update(timers).where(timers.c.token == token, timers.c.status == "pending")
+    if kind is not None:
+        query = query.where(timers.c.kind == kind)
+    conn.execute(query.values(status="cancelled"))
+
+
+# --- memory ---------------------------------------------------------------------------------
+
+
+def memory_of(conn: Connection, token: str, state: str) -> dict[str, Any]:
+    """Every memory key of (token, state), as an object (keys sorted)."""
+    query = select(memory.c.key, memory.c.value).where(
+        memory.c.token == token, memory.c.state == state
+    )
+    return {key: value for key, value in conn.execute(query.order_by(memory.c.key))}
+
+
+def memory_exists(conn: Connection, token: str, state: str, key: str) -> bool:
+    """Whether the memory key exists."""
+    query = select(memory.c.key).where(
+        memory.c.token == token, memory.c.state == state, memory.c.key == key
+    )
+    return conn.execute(query).first() is not None
+
+
+def set_memory(conn: Connection, token: str, state: str, key: str, value: Any) -> None:
+    """Insert or replace one memory value."""
+    delete_memory(conn, token, state, key)
+    conn.execute(insert(memory).values(token=token, state=state, key=key, value=value))
+
+
+def delete_memory(conn: Connection, token: str, state: str, key: str) -> None:
+    """Delete one memory key."""
+    conn.execute(
+        delete(memory).where(memory.c.token == token, memory.c.state == state, memory.c.key == key)
+    )
+
+
+def delete_all_memory(conn: Connection, token: str) -> None:
+    """Delete every memory row of a token (it ended)."""
+    conn.execute(delete(memory).where(memory.c.token == token))
+
+
+# --- claims ---------------------------------------------------------------------------------
+
+
+def claim_row_for_update(conn: Connection, supervisor: str) -> ClaimRecord:
+    """The supervisor's claims row, locked; created with request `""` if missing."""
+    query = select(claims).where(claims.c.supervisor == supervisor)
+    if conn.dialect.name == "postgresql":
+        conn.execute(_pg_insert_ignore(supervisor))
+        row = conn.execute(query.with_for_update()).first()
+    else:
+        row = conn.execute(query).first()
+        if row is None:
+            conn.execute(insert(claims).values(supervisor=supervisor, request=""))
+            row = conn.execute(query).first()
+    assert row is not None
+    m = row._mapping
+    return ClaimRecord(m["supervisor"], m["request"], m["task_id"], m["attempt"])
+
+
+def _pg_insert_ignore(supervisor: str) -> Any:
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+    return pg_insert(claims).values(supervisor=supervisor, request="").on_conflict_do_nothing()
+
+
+def save_claim(
+    conn: Connection, supervisor: str, request: str, task_id: int | None, attempt: int | None
+) -> None:
+    """Replace the supervisor's claims row."""
+    conn.execute(
+        update(claims)
+        .where(claims.c.supervisor == supervisor)
+        .values(request=request, task_id=task_id, attempt=attempt)
+    )
+
+
+# --- control_plane --------------------------------------------------------------------------
+
+
+def read_control_plane(conn: Connection, *, for_update: bool = False) -> ControlPlaneRecord:
+    """The control_plane row (FOR UPDATE on Postgres when asked)."""
+    query = select(control_plane).where(control_plane.c.id == 1)
+    if for_update and conn.dialect.name == "postgresql":
+        query = query.with_for_update()
+    row = conn.execute(query).first()
+    if row is None:
+        return ControlPlaneRecord(None, None, None, None)
+    m = row._mapping
+    return ControlPlaneRecord(m["structure"], m["checksum"], m["serving"], m["since"])
+
+
+def write_control_plane(conn: Connection, **values: Any) -> None:
+    """Change columns of the control_plane row."""
+    conn.execute(update(control_plane).where(control_plane.c.id == 1).values(**values))

@@ -1,0 +1,42 @@
+"""Engine fixtures: a migrated store on each backend, a fake clock, the served graphs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from stateous.control.clock import FakeClock
+from stateous.control.engine.tx import EngineConfig
+from stateous.control.store import migrate
+from stateous.control.store.db import Store, make_engine
+from stateous.model.graph import load_graph
+from tests.support.graphs import ORDERS, SDLC, graph_text
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[Store]:
+    """A store whose schema is at the newest revision."""
+    store = Store(make_engine(db_url))
+    with store.begin() as conn:
+        migrate.upgrade(conn)
+    yield store
+    store.engine.dispose()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """A clock at seed 000's first time."""
+    return FakeClock()
+
+
+@pytest.fixture
+def orders() -> EngineConfig:
+    """The orders starter with `into=`."""
+    return EngineConfig(load_graph(graph_text(ORDERS)))
+
+
+@pytest.fixture
+def sdlc() -> EngineConfig:
+    """The sdlc reference workflow."""
+    return EngineConfig(load_graph(graph_text(SDLC)))
