@@ -499,9 +499,6 @@ def contract_text(document: Mapping[str, Any], checksum: str | None = None) -> s
     bodies = workflow_bodies(document)
     schemas = _mapping(document.get("schemas", {}), "'schemas'")
     order = _check_models(bodies, schemas)
-    checksum = checksum if checksum is not None else canonical_checksum(document)
-    if not _CHECKSUM.fullmatch(checksum):
-        raise ContractError(f"{checksum!r} is not a checksum of a graph")
     uses = _Uses()
     blocks = [_model_block(n, _mapping(schemas[n], f"the model {n}"), schemas, uses) for n in order]
     contexts = _contexts(bodies)
@@ -509,6 +506,13 @@ def contract_text(document: Mapping[str, Any], checksum: str | None = None) -> s
         blocks.append("\n".join(f"{c}Context = Context[{c}]" for c in contexts))
     blocks.append(_events_block(bodies))
     blocks.append(_states_block(bodies, uses))
+    if checksum is None:
+        try:
+            checksum = canonical_checksum(document)
+        except (TypeError, ValueError) as exc:
+            raise ContractError(f"the graph document is not JSON: {exc}") from None
+    if not _CHECKSUM.fullmatch(checksum):
+        raise ContractError(f"{checksum!r} is not a checksum of a graph")
     head = _header(bodies, checksum, uses, has_events=any(b.events for b in bodies))
     return head + "".join(f"\n\n\n{block}" for block in blocks) + "\n"
 

@@ -1,0 +1,26 @@
+"""`stateous supervise FOLDER`: run the routines of a supervisor's folder (spec 40 §4)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+__all__ = ["supervise_command"]
+
+
+@click.command("supervise")
+@click.argument("folder")
+def supervise_command(folder: str) -> None:
+    """Claim the tasks of the folder's states and run their routines until Ctrl-C."""
+    from stateous.supervisor.logs import configure_logging
+    from stateous.supervisor.loop import supervise_folder
+
+    configure_logging()
+    try:
+        code = supervise_folder(Path(folder))
+    except KeyboardInterrupt:
+        # A Ctrl-C before the stop handlers are installed ends the command (spec 40 §4.2 step 8).
+        sys.exit(1)
+    sys.exit(code)
