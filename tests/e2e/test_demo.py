@@ -50,8 +50,10 @@ def check_history(lines: list[str], patterns: list[str]) -> None:
         found = re.fullmatch(T + pattern, line)
         assert found is not None, (line, pattern)
         tasks.extend(found.groups())
-    # queued, took, done use one task id per state visited.
-    assert len(set(tasks)) == len(tasks) // 3, tasks
+    # Each visit's task is queued, taken and ended under one id, and each visit has its own.
+    visits = [tasks[i : i + 3] for i in range(0, len(tasks), 3)]
+    assert all(len(set(visit)) == 1 for visit in visits), tasks
+    assert len({visit[0] for visit in visits}) == len(visits), tasks
 
 
 def test_the_titles() -> None:
