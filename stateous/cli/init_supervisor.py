@@ -14,6 +14,7 @@ import click
 import httpx
 
 import stateous
+from stateous.compiler.build import compile_flow
 from stateous.compiler.contract import ContractError, contract_text
 from stateous.compiler.stubs import StubPlan, plan_stubs, stub_text
 from stateous.model.errors import StateousError
@@ -131,15 +132,7 @@ def _read_graph_file(source: str, path: Path) -> Mapping[str, Any]:
 
 def _compile(path: Path) -> Mapping[str, Any]:
     """Compile `flow.py` in memory with the steps and errors of `stateous compile`."""
-    try:
-        module = __import__("stateous.compiler.build", fromlist=["compile_flow"])
-        compile_flow = module.compile_flow
-    except (ImportError, AttributeError):
-        raise InitError(
-            f"cannot compile {path} here yet: give a graph file (.json) or a control plane's URL"
-        ) from None
-    document: Mapping[str, Any] = compile_flow(path)
-    return document
+    return compile_flow(path)
 
 
 # --- writing the folder -----------------------------------------------------------------------

@@ -172,7 +172,12 @@ class Registry:
 def _import_file(path: Path) -> ModuleType:
     """Import `path` as the top-level module of its stem, forgetting any module of that name."""
     name = path.stem
-    sys.modules.pop(name, None)
+    known = sys.modules.get(name)
+    if known is not None:
+        origin = getattr(known, "__file__", None)
+        if origin is not None and Path(origin).resolve() == path:
+            return known  # a routine file imported it already, from this folder
+        del sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
