@@ -1,0 +1,170 @@
+"""`stateous init workflow NAME [--stateous-path PATH]`: a starter workflow, compiled (spec 10 §6)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+import stateous
+from stateous.cli.compile import write_graph_file
+from stateous.cli.init_supervisor import _checkout, _toml_string, project_name
+from stateous.compiler.build import compile_path
+from stateous.model.authoring import valid_name
+from stateous.model.errors import StateousError
+
+__all__ = [
+    "GUIDE_URL",
+    "flow_text",
+    "init_workflow_command",
+    "pyproject_text",
+    "schemas_text",
+]
+
+#: The web address of the "Write a workflow" guide, quoted in the starter's comments.
+GUIDE_URL = "https://stateous.dev/guides/write-a-workflow/"
+
+_FLOW = """# {name}/flow.py: the workflow. `stateous compile {name}/flow.py` checks it and writes
+# the graph file, {name}/build/{name}.json.
+from stateous import END, START, Workflow
+
+from schemas import Item, Verdict
+
+# The workflow and its name. Each token has a context: an Item (see schemas.py).
+flow = Workflow("{name}", context=Item)
+
+# The states. A token is in one state at a time. A routine does the work of a state.
+# `timeout=` and `retries=` are optional. See
+# {guide}
+draft = flow.state("draft")
+review = flow.state("review")
+
+# The events: the outcomes that move a token. A payload is optional.
+submitted = flow.event("submitted")  # no payload
+# The payload is a Verdict; `into=` also saves it in the context, as `verdict`.
+reviewed = flow.event("reviewed", payload=Verdict, into="verdict")
+
+# The transitions: where each event takes a token. START and END begin and end each token.
+flow.transition(START, draft)  # a new token goes to `draft` at once
+flow.transition(draft, review, on=submitted)
+# A guard (`when=`) is optional. Here, the payload of `reviewed` chooses the target.
+flow.transition(review, END, on=reviewed, when="payload.approved == true")
+# `otherwise=True` marks the transition to use when no guard matches.
+flow.transition(review, draft, on=reviewed, otherwise=True)
+"""
+
+_SCHEMAS = '''# {name}/schemas.py: the models. The context is the data of a token.
+# A payload is the data of an event.
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class Item(BaseModel):
+    """The context of each token of `{name}`."""
+
+    title: str
+    verdict: Verdict | None = None
+
+
+class Verdict(BaseModel):
+    """The payload of the event `reviewed`."""
+
+    approved: bool
+    note: str = ""
+'''
+
+
+def flow_text(name: str) -> str:
+    """The starter `flow.py` for workflow `name` (spec 10 §6.1 with 05 §5)."""
+    return _FLOW.format(name=name, guide=GUIDE_URL)
+
+
+def schemas_text(name: str) -> str:
+    """The starter `schemas.py` (spec 10 §6.2 with 05 §5)."""
+    return _SCHEMAS.format(name=name)
+
+
+def pyproject_text(folder: Path, checkout: str | None) -> str:
+    """The starter `pyproject.toml` (spec 10 §6.3)."""
+    version = getattr(stateous, "__version__", None)
+    requirement = f"stateous>={version}" if version else "stateous"
+    text = (
+        "# Written by `stateous init workflow`. This folder is a Python project of its own:\n"
+        "# `uv sync` makes its environment (.venv), and `uv run stateous ...` runs in it.\n"
+        "# Add what flow.py and schemas.py import to `dependencies`.\n"
+        "\n"
+        "[project]\n"
+        f"name = {_toml_string(project_name(folder))}\n"
+        'version = "0.1.0"\n'
+        'requires-python = ">=3.12"\n'
+        f"dependencies = [{_toml_string(requirement)}]\n"
+    )
+    if checkout is not None:
+        text += (
+            "\n"
+            "# A local checkout of Stateous: delete this table to use Stateous from PyPI.\n"
+            "[tool.uv.sources]\n"
+            f"stateous = {{ path = {_toml_string(checkout)}, editable = true }}\n"
+        )
+    return text
+
+
+@click.command("workflow")
+@click.argument("name")
+@click.option(
+    "--stateous-path",
+    "stateous_path",
+    metavar="PATH",
+    default=None,
+    help="A local Stateous checkout; pyproject.toml then depends on it (editable).",
+)
+def init_workflow_command(name: str, stateous_path: str | None) -> None:
+    """Write a starter workflow in the folder NAME, and compile it."""
+    if not valid_name(name):
+        raise StateousError(
+            f"workflow name {name!r} is not valid: use a-z, 0-9, '_' and '-', starting with a "
+            "letter, at most 64 characters"
+        )
+    folder = Path(name)
+    if (folder / "flow.py").exists():
+        raise StateousError(f"{name} already has flow.py: give a different name, or edit that file")
+    checkout = _checkout(stateous_path) if stateous_path is not None else None
+    lines = _write_starter(name, folder, checkout)
+    for line in lines:
+        click.echo(line)
+    flow_path = os.path.join(name, "flow.py")
+    compiled = compile_path(flow_path)
+    graph_path = os.path.join(name, "build", f"{name}.json")
+    write_graph_file(graph_path, compiled.text)
+    click.echo(f"wrote    {graph_path}")
+    click.echo("")
+    click.echo("Next steps:")
+    click.echo(f"  stateous serve {name}/build/{name}.json")
+    click.echo(f"  stateous init supervisor {name}/flow.py {name}-supervisor")
+
+
+def _write_starter(name: str, folder: Path, checkout: str | None) -> list[str]:
+    """Write flow.py (always) and schemas.py / pyproject.toml unless present; the lines to print."""
+    files = [
+        ("flow.py", flow_text(name), True),
+        ("schemas.py", schemas_text(name), False),
+        ("pyproject.toml", None, False),
+    ]
+    lines: list[str] = []
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for filename, text, always in files:
+            path = folder / filename
+            shown = os.path.join(name, filename)
+            if not always and path.exists():
+                lines.append(f"kept     {shown}")
+                continue
+            content = text if text is not None else pyproject_text(folder, checkout)
+            with open(path, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(content)
+            lines.append(f"wrote    {shown}")
+    except OSError as exc:
+        raise StateousError(f"cannot write {name}: {exc.strerror or exc}") from None
+    return lines
