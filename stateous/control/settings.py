@@ -7,8 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 
 DEFAULT_DB_URL = "sqlite:///stateous.db"
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8080
+DEFAULT_LISTEN = "127.0.0.1:8080"
 
 
 @dataclass(frozen=True)
@@ -17,8 +16,7 @@ class Settings:
 
     graph_path: Path
     db_url: str = DEFAULT_DB_URL
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
+    listen: str = DEFAULT_LISTEN
     lease: timedelta = timedelta(minutes=2)
     heartbeat_interval: timedelta = timedelta(seconds=30)
     tick: float = 1.0

@@ -373,3 +373,16 @@ def read_control_plane(conn: Connection, *, for_update: bool = False) -> Control
 def write_control_plane(conn: Connection, **values: Any) -> None:
     """Change columns of the control_plane row."""
     conn.execute(update(control_plane).where(control_plane.c.id == 1).values(**values))
+
+
+def shift_pending_timers(conn: Connection, token: str, paused_at: datetime, now: datetime) -> None:
+    """Give each pending timer back the part of the pause after it was set (spec 30 §3.12)."""
+    query = select(timers.c.id, timers.c.set_at, timers.c.due_at).where(
+        timers.c.token == token, timers.c.status == "pending"
+    )
+    for timer_id, set_at, due_at in conn.execute(query).all():
+        shift = now - max(paused_at, set_at)
+        if shift.total_seconds() > 0:
+            conn.execute(
+                update(timers).where(timers.c.id == timer_id).values(due_at=due_at + shift)
+            )

@@ -1,0 +1,44 @@
+"""`stateous serve GRAPH [--db URL] [--listen HOST:PORT] [--supervise FOLDER]` (spec 20 §2)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import click
+
+from stateous.control.settings import DEFAULT_DB_URL, DEFAULT_LISTEN, Settings
+
+
+@click.command("serve")
+@click.argument("graph", type=click.Path(path_type=Path, dir_okay=True))
+@click.option("--db", "db_url", default=DEFAULT_DB_URL, show_default=True, help="The database URL.")
+@click.option(
+    "--listen",
+    default=DEFAULT_LISTEN,
+    show_default=True,
+    help="The address to listen on, HOST:PORT.",
+)
+@click.option(
+    "--supervise",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Also run that folder's supervisor in the same process (for development).",
+)
+def serve_command(graph: Path, db_url: str, listen: str, supervise: Path | None) -> None:
+    """Serve the graph file GRAPH: the HTTP API, the database and the clock."""
+    from stateous.control.runtime import run_control_plane, setup_logging
+
+    setup_logging()
+    settings = Settings(graph_path=graph, db_url=db_url, listen=listen)
+    extra = None
+    if supervise is not None:
+        extra = embedded_supervisor(supervise)
+    code = asyncio.run(run_control_plane(settings, extra))
+    sys.exit(code)
+
+
+def embedded_supervisor(folder: Path):  # type: ignore[no-untyped-def]  # filled in by the supervisor issue
+    """The supervisor of `--supervise FOLDER`, run beside the server (the supervisor issue)."""
+    raise click.UsageError("--supervise is not available yet in this version")

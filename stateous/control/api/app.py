@@ -1,0 +1,289 @@
+"""The HTTP API of spec 20 §1 as a Litestar application: `create_app(settings, plane)`."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from anyio import to_thread
+from litestar import Litestar, Request, Response, get, post, put
+from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException
+from sqlalchemy import Connection
+
+from stateous.control.api import bodies
+from stateous.control.engine import reads
+from stateous.control.engine.cancel import cancel
+from stateous.control.engine.claim import claim
+from stateous.control.engine.fire import fire
+from stateous.control.engine.heartbeat import heartbeat
+from stateous.control.engine.memory import write_memory
+from stateous.control.engine.note import note
+from stateous.control.engine.pause import pause
+from stateous.control.engine.report import report
+from stateous.control.engine.resume import resume
+from stateous.control.engine.start import start
+from stateous.control.engine.views import token_wire
+from stateous.control.errors import Refusal
+from stateous.control.plane import Plane
+
+log = logging.getLogger("stateous.api")
+
+T = TypeVar("T")
+
+
+def answer(value: Any, status: int = 200) -> Response[bytes]:
+    """A JSON answer (UTF-8)."""
+    content = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return Response(content=content, status_code=status, media_type="application/json")
+
+
+def no_content() -> Response[bytes]:
+    """A `204` without a body."""
+    return Response(content=b"", status_code=204)
+
+
+def plane_of(request: Request[Any, Any, Any]) -> Plane:
+    """The control plane this app serves."""
+    plane: Plane = request.app.state.plane
+    return plane
+
+
+async def run[T](request: Request[Any, Any, Any], call: str, work: Callable[[Connection], T]) -> T:
+    """Run one engine call in its own transaction, off the event loop."""
+    return await to_thread.run_sync(plane_of(request).run, call, work)
+
+
+async def read_body(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    """The request body as a JSON object (spec 20 §1.1)."""
+    return bodies.parse_body(await request.body())
+
+
+def task_id_of(segment: str, path: str) -> int:
+    """A task id path segment: digits only (else no route); above 2^63-1 no such task."""
+    if not bodies.DIGITS.fullmatch(segment):
+        raise Refusal("not_found", f"this API has no {path}", 404)
+    value = int(segment)
+    if value > bodies.MAX_ID:
+        raise Refusal("task_not_found", f"there is no task {value}", 404)
+    return value
+
+
+# --- tokens -------------------------------------------------------------------------------------
+
+
+@post("/tokens", status_code=201)
+async def start_token(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Start a token (`201`), or answer the existing one (`200`)."""
+    body = await read_body(request)
+    plane = plane_of(request)
+    token_id, context = body.get("token"), body.get("context")
+    started = await run(
+        request, "start", lambda conn: start(conn, plane.clock, plane.config, token_id, context)
+    )
+    return answer(token_wire(started.token), 201 if started.created else 200)
+
+
+@get("/tokens")
+async def list_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Tokens, most recently moved first."""
+    query = {name: request.query_params.get(name) for name in ("status", "parent", "limit")}
+    status, parent, limit = bodies.listing_args(query)
+    return answer(
+        await run(request, "list", lambda conn: reads.list_tokens(conn, status, parent, limit))
+    )
+
+
+@get("/tokens/{token_id:str}")
+async def get_token(request: Request[Any, Any, Any], token_id: str) -> Response[bytes]:
+    """One token."""
+    return answer(await run(request, "token", lambda conn: reads.read_token(conn, token_id)))
+
+
+@get("/tokens/{token_id:str}/history")
+async def token_history(request: Request[Any, Any, Any], token_id: str) -> Response[bytes]:
+    """A token's ledger."""
+    return answer(await run(request, "history", lambda conn: reads.history(conn, token_id)))
+
+
+@post("/tokens/{token_id:str}/events/{event:str}", status_code=200)
+async def fire_event(request: Request[Any, Any, Any], token_id: str, event: str) -> Response[bytes]:
+    """Fire an event from outside."""
+    body = await read_body(request)
+    key = request.headers.get("idempotency-key")
+    plane = plane_of(request)
+    fired = await run(
+        request,
+        "fire",
+        lambda conn: fire(
+            conn, plane.clock, plane.config, token_id, event, body.get("payload"), key
+        ),
+    )
+    if fired.duplicate:
+        return answer({"duplicate": True, "token": token_wire(fired.token)})
+    return answer(token_wire(fired.token))
+
+
+def _steer_route(path: str, name: str, work: Callable[..., Any]) -> Any:
+    async def steer(request: Request[Any, Any, Any], token_id: str) -> Response[bytes]:
+        plane = plane_of(request)
+        token = await run(
+            request, name, lambda conn: work(conn, plane.clock, plane.config, token_id)
+        )
+        return answer(token_wire(token))
+
+    steer.__doc__ = f"{name.capitalize()} a top token."
+    return post(path, status_code=200, name=name)(steer)
+
+
+pause_token = _steer_route("/tokens/{token_id:str}/pause", "pause", pause)
+resume_token = _steer_route("/tokens/{token_id:str}/resume", "resume", resume)
+cancel_token = _steer_route("/tokens/{token_id:str}/cancel", "cancel", cancel)
+
+
+# --- workflow and health ------------------------------------------------------------------------
+
+
+@get("/workflow")
+async def workflow(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """The graph document as loaded."""
+    plane = plane_of(request)
+    plane.check_serving()
+    return answer(plane.config.graph.doc)
+
+
+@get("/health")
+async def health(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """The workflow's name and the served graph's checksum."""
+    plane = plane_of(request)
+    plane.check_serving()
+    graph = plane.config.graph
+    return answer({"workflow": graph.workflow, "checksum": graph.checksum})
+
+
+# --- tasks --------------------------------------------------------------------------------------
+
+
+@post("/tasks/claim", status_code=200)
+async def claim_task(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Claim a task: a grant, or `204`."""
+    supervisor, states, request_id = bodies.claim_args(await read_body(request))
+    plane = plane_of(request)
+    if not states and request_id is None:
+        plane.check_serving()
+        return no_content()
+    granted = await run(
+        request,
+        "claim",
+        lambda conn: claim(conn, plane.clock, plane.config, supervisor, states, request_id),
+    )
+    return no_content() if granted is None else answer(granted)
+
+
+@post("/tasks/heartbeat", status_code=200)
+async def heartbeat_tasks(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Renew leases; answer the lost ones."""
+    supervisor, tasks = bodies.heartbeat_args(await read_body(request))
+    plane = plane_of(request)
+    lost = await run(
+        request,
+        "heartbeat",
+        lambda conn: heartbeat(conn, plane.clock, plane.config, supervisor, tasks),
+    )
+    return answer({"lost": lost})
+
+
+@post("/tasks/{task:str}/report", status_code=200)
+async def report_task(request: Request[Any, Any, Any], task: str) -> Response[bytes]:
+    """Report a task's outcome."""
+    outcome = bodies.report_args(await read_body(request))
+    task_id = task_id_of(task, request.url.path)
+    plane = plane_of(request)
+    token = await run(
+        request, "report", lambda conn: report(conn, plane.clock, plane.config, task_id, outcome)
+    )
+    return answer(token_wire(token))
+
+
+@post("/tasks/{task:str}/note", status_code=200)
+async def note_task(request: Request[Any, Any, Any], task: str) -> Response[bytes]:
+    """A note on a task."""
+    text, attempt = bodies.note_args(await read_body(request))
+    task_id = task_id_of(task, request.url.path)
+    plane = plane_of(request)
+    await run(
+        request, "note", lambda conn: note(conn, plane.clock, plane.config, task_id, text, attempt)
+    )
+    return no_content()
+
+
+@put("/tasks/{task:str}/memory", status_code=200)
+async def memory_task(request: Request[Any, Any, Any], task: str) -> Response[bytes]:
+    """Write one memory key of the task's state."""
+    key, value, attempt = bodies.memory_args(await read_body(request))
+    task_id = task_id_of(task, request.url.path)
+    plane = plane_of(request)
+    await run(
+        request,
+        "memory",
+        lambda conn: write_memory(conn, plane.clock, plane.config, task_id, key, value, attempt),
+    )
+    return no_content()
+
+
+# --- refusals -----------------------------------------------------------------------------------
+
+
+def refusal_answer(_request: Request[Any, Any, Any], exc: Refusal) -> Response[bytes]:
+    """The refusal envelope."""
+    return answer({"error": exc.message, "code": exc.code}, exc.status)
+
+
+def http_answer(request: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
+    """Framework-level errors: unknown paths and methods, too large bodies, other client errors."""
+    path = request.url.path
+    if isinstance(exc, NotFoundException):
+        return answer({"error": f"this API has no {path}", "code": "not_found"}, 404)
+    if isinstance(exc, MethodNotAllowedException):
+        message = f"{path} does not take {request.method}"
+        return answer({"error": message, "code": "method_not_allowed"}, 405)
+    if exc.status_code == 413:
+        message = "the body is larger than 1 MiB, the most this API reads"
+        return answer({"error": message, "code": "bad_request"}, 413)
+    if exc.status_code < 500:
+        return answer(
+            {"error": f"the request is not valid: {exc.detail}", "code": "bad_request"},
+            exc.status_code,
+        )
+    return unexpected_answer(request, exc)
+
+
+def unexpected_answer(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    """Anything else: `500 unexpected`, the traceback only in the server's log."""
+    log.error("%s %s failed unexpectedly", request.method, request.url.path, exc_info=exc)
+    return answer({"error": "the request failed unexpectedly", "code": "unexpected"}, 500)
+
+
+ROUTES = [
+    start_token, list_tokens, get_token, token_history, fire_event, pause_token, resume_token,
+    cancel_token, workflow, health, claim_task, heartbeat_tasks, report_task, note_task, memory_task,
+]  # fmt: skip
+
+
+def create_app(plane: Plane) -> Litestar:
+    """The Litestar application over one control plane."""
+    app = Litestar(
+        route_handlers=ROUTES,
+        exception_handlers={
+            Refusal: refusal_answer,
+            HTTPException: http_answer,
+            Exception: unexpected_answer,
+        },
+        request_max_body_size=bodies.MAX_BODY,
+        openapi_config=None,
+        logging_config=None,
+        debug=False,
+    )
+    app.state.plane = plane
+    return app

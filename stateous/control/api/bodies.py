@@ -1,0 +1,214 @@
+"""Reading request bodies and arguments with the limits and refusals of spec 20 §1."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from stateous.control.engine.moves import Schedule
+from stateous.control.engine.report import Outcome
+from stateous.control.errors import Refusal, invalid
+from stateous.model.durations import DurationError, parse_duration
+from stateous.model.wire import TOKEN_STATUSES
+
+MAX_BODY = 1_048_576
+MAX_DEPTH = 64
+MAX_ID = 2**63 - 1
+REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+DIGITS = re.compile(r"[0-9]+")
+
+
+def bad_request(message: str) -> Refusal:
+    """`400 bad_request`."""
+    return Refusal("bad_request", message, 400)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    """A JSON object from a body: empty means `{}`; strict JSON; at most 64 levels."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw, parse_constant=_refuse_constant)
+    except RecursionError as exc:
+        raise bad_request(
+            f"the body is not JSON: it is nested more than {MAX_DEPTH} levels deep"
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise bad_request(f"the body is not JSON: it is not UTF-8 ({exc.reason})") from exc
+    except json.JSONDecodeError as exc:
+        raise bad_request(
+            f"the body is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc
+    except ValueError as exc:
+        raise bad_request(f"the body is not JSON: {exc}") from exc
+    if b"\\u" in raw:
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise bad_request("the body is not JSON: it holds a lone surrogate escape") from exc
+    if depth(value) > MAX_DEPTH:
+        raise bad_request(f"the body is not JSON: it is nested more than {MAX_DEPTH} levels deep")
+    if not isinstance(value, dict):
+        raise invalid("invalid_body", "the body must be a JSON object")
+    return value
+
+
+def depth(value: Any) -> int:
+    """Nesting levels: each object or array is one level (iterative, so it cannot overflow)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            deepest = max(deepest, level)
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            deepest = max(deepest, level)
+            stack.extend((v, level + 1) for v in item)
+    return deepest
+
+
+def is_whole(value: Any, low: int = 1, high: int = MAX_ID) -> bool:
+    """An integer (never a boolean) within bounds."""
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def supervisor_arg(body: Mapping[str, Any], required: bool = True) -> str | None:
+    """`supervisor`: a string of 1-256 characters (`invalid_argument`)."""
+    value = body.get("supervisor")
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not 1 <= len(value) <= 256:
+        raise invalid("invalid_argument", "'supervisor' is a string of 1 to 256 characters")
+    return value
+
+
+def claim_args(body: Mapping[str, Any]) -> tuple[str, list[str], str | None]:
+    """`supervisor`, `states`, `request` of a claim."""
+    supervisor = str(supervisor_arg(body))
+    states = body.get("states")
+    if not isinstance(states, list) or not all(
+        isinstance(s, str) and 1 <= len(s) <= 129 for s in states
+    ):
+        raise invalid("invalid_body", "'states' is a list of state names")
+    if len(states) > 1000:
+        raise invalid("invalid_argument", "'states' has at most 1000 state names")
+    request = body.get("request")
+    if request is not None and (not isinstance(request, str) or not REQUEST_ID.fullmatch(request)):
+        raise invalid("invalid_argument", "'request' is 1 to 64 letters, digits, '.', '_' or '-'")
+    return supervisor, states, request
+
+
+def heartbeat_args(body: Mapping[str, Any]) -> tuple[str, list[int]]:
+    """`supervisor`, `tasks` of a heartbeat."""
+    supervisor = str(supervisor_arg(body))
+    tasks = body.get("tasks")
+    if not isinstance(tasks, list) or not all(is_whole(t) for t in tasks):
+        raise invalid("invalid_body", "'tasks' is a list of task ids")
+    if len(tasks) > 1000:
+        raise invalid("invalid_argument", "'tasks' has at most 1000 task ids")
+    return supervisor, tasks
+
+
+def _object_or_null(body: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    value = body.get(name)
+    if value is not None and not isinstance(value, dict):
+        raise invalid("invalid_body", f"a report's {name!r} is a JSON object, or null")
+    return value
+
+
+def _schedules(body: Mapping[str, Any]) -> list[Schedule]:
+    raw = body.get("schedules", [])
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list):
+        raise invalid("invalid_body", "a report's 'schedules' is a list")
+    found = []
+    for item in raw:
+        if not isinstance(item, dict) or not isinstance(item.get("event"), str):
+            raise invalid(
+                "invalid_body", "a schedule is an object with an 'event', a 'payload' and 'after'"
+            )
+        payload = item.get("payload")
+        if payload is not None and not isinstance(payload, dict):
+            raise invalid("invalid_body", "a schedule's 'payload' is a JSON object, or null")
+        after = item.get("after")
+        try:
+            parse_duration(after)
+        except DurationError as exc:
+            raise invalid("invalid_body", f"a schedule's 'after': {exc.message}") from exc
+        found.append(Schedule(item["event"], payload, str(after)))
+    return found
+
+
+def report_args(body: Mapping[str, Any]) -> Outcome:
+    """A report's body, checked for shape (`invalid_body`, `invalid_argument`)."""
+    kind = body.get("kind")
+    if kind not in ("event", "waiting", "failed"):
+        raise invalid("invalid_body", "a report's 'kind' is 'event', 'waiting' or 'failed'")
+    event = body.get("event")
+    if (kind == "event" or event is not None) and not isinstance(event, str):
+        raise invalid("invalid_body", "a report of an event needs the event's name in 'event'")
+    payload = _object_or_null(body, "payload")
+    error = body.get("error")
+    if (kind == "failed" or error is not None) and not isinstance(error, str):
+        raise invalid("invalid_body", "a failed report needs an 'error' text")
+    context = _object_or_null(body, "context")
+    schedules = _schedules(body)
+    attempt = body.get("attempt")
+    if attempt is not None and not is_whole(attempt):
+        raise invalid("invalid_body", "'attempt' is a whole number of 1 or more")
+    supervisor = supervisor_arg(body, required=False) if "supervisor" in body else None
+    return Outcome(str(kind), event, payload, error, context, schedules, attempt, supervisor)
+
+
+def attempt_arg(body: Mapping[str, Any]) -> int | None:
+    """A note's or memory write's `attempt` (`invalid_argument`)."""
+    attempt = body.get("attempt")
+    if attempt is not None and not is_whole(attempt):
+        raise invalid("invalid_argument", "'attempt' is a whole number of 1 or more")
+    return attempt
+
+
+def note_args(body: Mapping[str, Any]) -> tuple[str, int | None]:
+    """The trimmed `text` and `attempt` of a note."""
+    text = body.get("text")
+    trimmed = text.strip() if isinstance(text, str) else ""
+    if not 1 <= len(trimmed) <= 500:
+        raise invalid("invalid_payload", "a note needs a 'text' of 1 to 500 characters")
+    return trimmed, attempt_arg(body)
+
+
+def memory_args(body: Mapping[str, Any]) -> tuple[str, Any, int | None]:
+    """`key`, `value` and `attempt` of a memory write."""
+    key = body.get("key")
+    if not isinstance(key, str) or not 1 <= len(key) <= 128:
+        raise invalid("invalid_payload", "'key' is a string of 1 to 128 characters")
+    if "value" not in body:
+        raise invalid("invalid_body", "memory needs a 'value'; null deletes the key")
+    return key, body["value"], attempt_arg(body)
+
+
+def listing_args(query: Mapping[str, str | None]) -> tuple[str | None, str | None, int]:
+    """`status`, `parent` and `limit` of `GET /tokens`."""
+    status, parent, limit_text = query.get("status"), query.get("parent"), query.get("limit")
+    if status is not None and status not in TOKEN_STATUSES:
+        raise invalid("invalid_argument", "'status' is one of " + ", ".join(TOKEN_STATUSES))
+    if parent is not None and not 1 <= len(parent) <= 128:
+        raise invalid("invalid_argument", "'parent' is a token id of 1 to 128 characters")
+    limit = 100
+    if limit_text is not None:
+        if (
+            not DIGITS.fullmatch(limit_text)
+            or len(limit_text) > 18
+            or not 1 <= int(limit_text) <= 1000
+        ):
+            raise invalid("invalid_argument", "'limit' is a whole number from 1 to 1000")
+        limit = int(limit_text)
+    return status, parent, limit

@@ -1,0 +1,21 @@
+"""Cancel (spec 30 §3.13): `POST /tokens/{id}/cancel`."""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection
+
+from stateous.control.clock import Clock
+from stateous.control.engine.moves import cancel_token
+from stateous.control.engine.steering import steered_token
+from stateous.control.engine.tx import EngineConfig, Tx
+from stateous.control.store.queries import TokenRecord
+
+
+def cancel(conn: Connection, clock: Clock, config: EngineConfig, token_id: str) -> TokenRecord:
+    """Cancel a live top token and its family."""
+    tx = Tx.open(conn, clock, config)
+    rule = "only an active or paused token can be cancelled"
+    token = steered_token(tx, token_id, "cancelled", ("active", "paused"), rule)
+    token = cancel_token(tx, config.body(token.workflow), token, {})
+    tx.flush()
+    return token

@@ -1,0 +1,24 @@
+"""Pause (spec 30 §3.11): `POST /tokens/{id}/pause`."""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection
+
+from stateous.control.clock import Clock
+from stateous.control.engine.hold import family
+from stateous.control.engine.steering import steered_token
+from stateous.control.engine.tx import EngineConfig, Tx
+from stateous.control.store import queries as q
+from stateous.control.store.queries import TokenRecord
+
+
+def pause(conn: Connection, clock: Clock, config: EngineConfig, token_id: str) -> TokenRecord:
+    """Pause a top token and each active member of its family, depth first."""
+    tx = Tx.open(conn, clock, config)
+    token = steered_token(tx, token_id, "paused", ("active",), "only an active token can be paused")
+    for member in family(tx, token.token):
+        if member.status == "active":
+            q.update_token(conn, member.token, status="paused")
+            tx.write(member.token, "paused", {})
+    tx.flush()
+    return q.get_token(conn, token.token) or token

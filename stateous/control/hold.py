@@ -1,0 +1,145 @@
+"""The single-holder rule (spec 20 §2.3): take, renew and give up the hold on the database."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import socket
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from stateous.control.clock import Clock
+from stateous.control.errors import StoreError
+from stateous.control.store import migrate
+from stateous.control.store import queries as q
+from stateous.control.store.db import Store, lock_key
+
+log = logging.getLogger("stateous.hold")
+
+SERVE_KEY = lock_key("@stateous/serve")
+TAKEN = (
+    "another control plane took this database; this control plane does no more work; "
+    "trying again does not help: stop this server"
+)
+
+
+class HoldRefused(StoreError):
+    """Another control plane serves this database."""
+
+
+def holder_name() -> str:
+    """`<host name>:<pid>:<8 hex chars>`."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+@dataclass
+class Hold:
+    """This control plane's hold: the row's `serving`, plus on Postgres a session advisory lock."""
+
+    store: Store
+    clock: Clock
+    name: str = field(default_factory=holder_name)
+    lapse: timedelta = timedelta(seconds=30)
+    renew_every: timedelta = timedelta(seconds=10)
+    _lock_conn: Any = None
+
+    def take_and_migrate(self) -> None:
+        """Take the hold, then create or upgrade the schema (a second holder never migrates)."""
+        if self.store.sqlite:
+            with self.store.begin() as conn:
+                if "control_plane" in _tables(conn):
+                    self._check_sqlite_row(conn)
+                migrate.upgrade(conn)
+                self._write(conn)
+            return
+        self._take_pg_lock()
+        with self.store.begin() as conn:
+            migrate.upgrade(conn)
+        with self.store.begin() as conn:
+            q.read_control_plane(conn, for_update=True)
+            self._write(conn)
+
+    def _write(self, conn: Connection) -> None:
+        q.write_control_plane(conn, serving=self.name, since=self.clock.now())
+
+    def _check_sqlite_row(self, conn: Connection) -> None:
+        row = q.read_control_plane(conn)
+        if self._held_by_other(row):
+            seen = row.since.strftime("%H:%M:%S") if row.since else "?"
+            raise HoldRefused(
+                f"another control plane serves this database ({row.serving}, last seen at "
+                f"{seen} UTC); stop it first"
+            )
+
+    def _held_by_other(self, row: q.ControlPlaneRecord) -> bool:
+        if row.serving is None or row.serving == self.name or row.since is None:
+            return False
+        return row.since > self.clock.now() - self.lapse
+
+    def _take_pg_lock(self) -> None:
+        conn = self.store.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        got = conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": SERVE_KEY}).scalar()
+        if not got:
+            conn.close()
+            raise HoldRefused("another control plane serves this database; stop it first")
+        self._lock_conn = conn
+
+    def renew(self) -> bool:
+        """One check of the hold; False when another control plane took the database."""
+        if not self.store.sqlite and not self._pg_lock_alive():
+            return False
+        with self.store.begin() as conn:
+            row = q.read_control_plane(conn, for_update=True)
+            if row.serving == self.name:
+                if row.since is None or self.clock.now() - row.since >= self.renew_every:
+                    self._write(conn)
+                return True
+            if self.store.sqlite and self._held_by_other(row):
+                return False
+            self._write(conn)
+        log.warning("this control plane took its hold on the database again")
+        return True
+
+    def _pg_lock_alive(self) -> bool:
+        try:
+            self._lock_conn.execute(text("SELECT 1"))
+            return True
+        except Exception:  # a dead lock connection: try to take the lock again
+            with contextlib.suppress(Exception):  # already gone; nothing to close
+                self._lock_conn.close()
+            try:
+                self._take_pg_lock()
+            except HoldRefused:
+                return False
+            log.warning("this control plane took its hold on the database again")
+            return True
+
+    def give_up(self) -> None:
+        """Clear the row if it still names this process, and end the Postgres lock."""
+        try:
+            with self.store.begin() as conn:
+                row = q.read_control_plane(conn, for_update=True)
+                if row.serving == self.name:
+                    q.write_control_plane(conn, serving=None, since=None)
+        finally:
+            if self._lock_conn is not None:
+                try:
+                    self._lock_conn.close()
+                finally:
+                    self._lock_conn = None
+
+
+def _tables(conn: Connection) -> set[str]:
+    from sqlalchemy import inspect
+
+    return set(inspect(conn).get_table_names())
+
+
+def since_text(when: datetime | None) -> str:
+    """`HH:MM:SS` of a time, for sentences."""
+    return when.strftime("%H:%M:%S") if when else "?"

@@ -1,0 +1,248 @@
+"""`stateous serve` at run time: start-up in the order of spec 20 §2.1, the server, the clock, the stop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Iterator
+from functools import partial
+from typing import Any
+
+import uvicorn
+from anyio import to_thread
+from sqlalchemy.exc import SQLAlchemyError
+
+from stateous.control.api.app import create_app
+from stateous.control.clock import Clock, SystemClock
+from stateous.control.engine.lease import expire_lease, expired_leases
+from stateous.control.engine.timers import due_timers, fire_timer
+from stateous.control.engine.tx import EngineConfig
+from stateous.control.errors import StoreError
+from stateous.control.hold import TAKEN, Hold, HoldRefused
+from stateous.control.listen import bind, is_wide, local_url, parse_listen
+from stateous.control.plane import Plane
+from stateous.control.settings import Settings
+from stateous.control.store import queries as q
+from stateous.control.store.db import Store, make_engine, mask_url
+from stateous.model.errors import StateousError
+from stateous.model.graph import Graph, read_graph_file
+
+log = logging.getLogger("stateous.clock")
+
+#: The exit of a control plane whose database another one took.
+LOST = "another control plane took the database; this control plane stopped"
+
+#: `extra(url)`: a task run beside the server once it is up (the supervisor of `--supervise`);
+#: its result, when not None, is the exit code, and the server stops when it ends.
+Extra = Callable[[str], Awaitable[int | None]]
+
+
+def setup_logging() -> None:
+    """Log lines on stderr as `<time> <logger>: <message>`; uvicorn says nothing below warnings."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S")
+    )
+    root = logging.getLogger("stateous")
+    if not root.handlers:
+        root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def _reason(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def open_plane(settings: Settings, graph: Graph, clock: Clock) -> tuple[Plane, Hold]:
+    """Open the database, take the hold, migrate, check the structure (steps 5-6)."""
+    url = mask_url(settings.db_url)
+    try:
+        store = Store(make_engine(settings.db_url))
+    except (SQLAlchemyError, ValueError, ImportError) as exc:
+        raise StateousError(f"cannot open the database {url}: {_reason(exc)}") from exc
+    hold = Hold(store, clock, lapse=settings.sqlite_hold_lapse, renew_every=settings.since_every)
+    try:
+        hold.take_and_migrate()
+    except HoldRefused:
+        store.engine.dispose()
+        raise
+    except StoreError as exc:
+        store.engine.dispose()
+        raise StateousError(f"cannot use the database {url}: {exc.message}") from exc
+    except (SQLAlchemyError, OSError) as exc:
+        store.engine.dispose()
+        raise StateousError(f"cannot open the database {url}: {_reason(exc)}") from exc
+    try:
+        record_structure(store, graph)
+    except BaseException:
+        hold.give_up()
+        store.engine.dispose()
+        raise
+    return Plane(store, EngineConfig(graph, settings.lease), clock), hold
+
+
+def record_structure(store: Store, graph: Graph) -> None:
+    """Compare the graph's structure with the one on record (spec 20 §2.4), then record it."""
+    try:
+        with store.begin() as conn:
+            row = q.read_control_plane(conn, for_update=True)
+            if row.structure is not None and row.structure != graph.structure:
+                live = q.count_live(conn)
+                if live:
+                    raise StateousError(
+                        f"refusing to serve: {live} token(s) are active or paused on another "
+                        f"structure of the workflow {graph.workflow!r}; serve the graph file they "
+                        "started on until they end, or cancel them"
+                    )
+            q.write_control_plane(conn, structure=graph.structure, checksum=graph.checksum)
+    except SQLAlchemyError as exc:
+        raise StateousError(f"cannot use the database: {_reason(exc)}") from exc
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: `serve` decides what a signal does."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def clock_tick(plane: Plane) -> None:
+    """End the leases that ran out, then fire the due timers; each in its own transaction."""
+    clock, config = plane.clock, plane.config
+    for task_id in plane.run("lease expiry", lambda conn: expired_leases(conn, clock)):
+        plane.run("lease expiry", partial(expire_lease, clock=clock, config=config, task_id=task_id))
+    for timer_id in plane.run("timer fires", lambda conn: due_timers(conn, clock)):
+        plane.run("timer fires", partial(fire_timer, clock=clock, config=config, timer_id=timer_id))
+
+
+class ControlPlane:
+    """A started control plane: the server, its clock and its hold."""
+
+    def __init__(self, settings: Settings, plane: Plane, hold: Hold, url: str = "") -> None:
+        self.settings = settings
+        self.plane = plane
+        self.hold = hold
+        self.url = url
+        self.lost = False
+        self.stop_event = asyncio.Event()
+        config = uvicorn.Config(
+            create_app(plane), log_config=None, access_log=False, lifespan="off",
+            timeout_graceful_shutdown=int(settings.stop_wait), server_header=False,
+        )  # fmt: skip
+        self.server = _Server(config)
+
+    async def clock(self) -> None:
+        """Every tick: the hold, then lease expiry and timers (spec 30 §3.8). Ticks never overlap."""
+        tick = self.settings.tick
+        while not self.stop_event.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop_event.wait(), tick)
+                return
+            try:
+                held = await to_thread.run_sync(self.hold.renew)
+            except Exception as exc:  # the database does not answer: not a loss
+                log.warning(
+                    "cannot renew this control plane's hold on the database (%s); trying again in %.1f seconds",
+                    _reason(exc), tick,
+                )  # fmt: skip
+                continue
+            if not held:
+                self.take_over()
+                return
+            try:
+                await to_thread.run_sync(clock_tick, self.plane)
+            except Exception as exc:  # one failed tick; the next runs normally
+                log.warning(
+                    "the clock's tick failed (%s); it tries again in %.1f seconds",
+                    _reason(exc),
+                    tick,
+                )
+
+    def take_over(self) -> None:
+        """Another control plane took the database: refuse every request and stop."""
+        logging.getLogger("stateous.hold").error(TAKEN)
+        self.lost = True
+        self.plane.serving = False
+        self.server.should_exit = True
+
+    def on_signal(self, *_args: Any) -> None:
+        """First signal: a graceful stop; second: at once."""
+        if self.server.should_exit:
+            self.server.force_exit = True
+        self.server.should_exit = True
+
+    async def serve(self, sock: Any, extra: Extra | None) -> int:
+        """Run until a stop; answer the exit code."""
+        clock_task = asyncio.create_task(self.clock())
+        serve_task = asyncio.create_task(self.server.serve(sockets=[sock]))
+        extra_code: int | None = None
+        extra_task = asyncio.create_task(self._extra(extra)) if extra is not None else None
+        await serve_task
+        self.stop_event.set()
+        await clock_task
+        if extra_task is not None:
+            extra_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                extra_code = await extra_task
+        if self.lost:
+            return 1
+        with contextlib.suppress(Exception):
+            await to_thread.run_sync(self.hold.give_up)
+        return extra_code or 0
+
+    async def _extra(self, extra: Extra) -> int | None:
+        while not self.server.started and not self.server.should_exit:
+            await asyncio.sleep(0.02)
+        code = await extra(self.url)
+        self.server.should_exit = True
+        return code
+
+
+async def run_control_plane(
+    settings: Settings, extra: Extra | None = None, clock: Clock | None = None
+) -> int:
+    """Start-up steps 2-9 of spec 20 §2.1, then serve until stopped; answer the exit code.
+
+    Raises StateousError (printed as `error: <sentence>`, exit 1) for every refusal to start,
+    with no port bound and no database held. Prints `stopped` after a clean stop, or the
+    `error:` line of a lost hold (exit 1).
+    """
+    listen = parse_listen(settings.listen)
+    graph = read_graph_file(settings.graph_path)
+    sock = bind(listen)
+    try:
+        plane, hold = await to_thread.run_sync(open_plane, settings, graph, clock or SystemClock())
+    except BaseException:
+        sock.close()
+        raise
+    running = ControlPlane(settings, plane, hold)
+    url = running.url = local_url(listen, sock)
+    if is_wide(listen):
+        print(
+            f"warning: other computers can reach {listen.host}, and the API has no "
+            "authentication; put a proxy or a VPN in front of it",
+            file=sys.stderr,
+        )
+    print(f"serving on {url} (Ctrl-C stops)", file=sys.stderr, flush=True)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, running.on_signal)
+    try:
+        code = await running.serve(sock, extra)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        plane.store.engine.dispose()
+    if running.lost:
+        print(f"error: {LOST}", file=sys.stderr, flush=True)
+        return 1
+    print("stopped", file=sys.stderr, flush=True)
+    return code

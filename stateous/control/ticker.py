@@ -1,0 +1,162 @@
+"""The clock of `stateous serve` (spec 30 §3.8, spec 20 §2.5): one tick per interval.
+
+A tick (1) checks and renews this control plane's hold on the database, (2) ends expired
+leases and (3) fires due timers. Steps 2 and 3 are one short read each, then one transaction
+per lease and per timer, so the clock never holds a lock between ticks (nor across items).
+Ticks never overlap: the next one starts only after the last one ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from sqlalchemy import Connection
+
+from stateous.control.clock import Clock
+from stateous.control.engine.lease import expire_lease, expired_leases
+from stateous.control.engine.timers import due_timers, fire_timer
+from stateous.control.errors import DatabaseBusy, NotServing
+from stateous.control.plane import Plane
+from stateous.model.errors import StateousError
+
+log = logging.getLogger("stateous.serve")
+
+TAKEN = (
+    "another control plane took this database; this control plane does no more work; "
+    "trying again does not help: stop this server"
+)
+
+
+class Renewal(Protocol):
+    """The hold on the database (spec 20 §2.3), as the clock uses it."""
+
+    def renew(self) -> bool:
+        """Check and renew the hold; False when another control plane took the database."""
+        ...
+
+
+@dataclass(frozen=True)
+class TickResult:
+    """What one tick did: leases ended, timers fired, items that failed; `lost` the hold."""
+
+    leases: int = 0
+    timers: int = 0
+    failures: int = 0
+    lost: bool = False
+    skipped: bool = False
+
+
+def one_line(exc: BaseException) -> str:
+    """An error as one line of a log record (its sentence, else its class name)."""
+    text = exc.message if isinstance(exc, StateousError) else str(exc)
+    text = " ".join(text.split())
+    return text or type(exc).__name__
+
+
+@dataclass
+class Ticker:
+    """The clock of one control plane: call `tick()` (tests) or `await run(stop)` (serve)."""
+
+    plane: Plane
+    hold: Renewal | None = None
+    interval: float = 1.0
+
+    @property
+    def interval_text(self) -> str:
+        """The interval as the log lines print it (`1.0`)."""
+        return repr(float(self.interval))
+
+    def tick(self) -> TickResult:
+        """One tick, in the order of spec 30 §3.8; never raises."""
+        if self.hold is not None:
+            try:
+                if not self.hold.renew():
+                    return self._lost()
+            except Exception as exc:  # the database does not answer: not a loss, skip this tick
+                log.warning(
+                    "cannot renew this control plane's hold on the database (%s); "
+                    "trying again in %s seconds",
+                    one_line(exc),
+                    self.interval_text,
+                )
+                return TickResult(skipped=True)
+        if not self.plane.serving:
+            return TickResult(lost=True)
+        leases, failed_leases = self._each(expired_leases, self._expire)
+        timers, failed_timers = self._each(due_timers, self._fire)
+        return TickResult(leases, timers, failed_leases + failed_timers)
+
+    def _lost(self) -> TickResult:
+        log.error(TAKEN)
+        self.plane.serving = False
+        return TickResult(lost=True)
+
+    def _each(
+        self, read: Callable[[Connection, Clock], list[int]], work: Callable[[int], bool]
+    ) -> tuple[int, int]:
+        """The one read, then each item in its own transaction. Answers (done, failed)."""
+        clock = self.plane.clock
+        try:
+            ids = self.plane.store.run("clock", lambda conn: read(conn, clock))
+        except Exception as exc:
+            self._failed(exc)
+            return 0, 1
+        done = failed = 0
+        for item in ids:
+            try:
+                done += 1 if work(item) else 0
+            except (DatabaseBusy, NotServing) as exc:
+                # The database or the hold is gone: the rest of this tick would fail the same way.
+                self._failed(exc)
+                return done, failed + 1
+            except Exception as exc:  # one bad item must not stop the others
+                self._failed(exc)
+                failed += 1
+        return done, failed
+
+    def _failed(self, exc: BaseException) -> None:
+        log.error(
+            "the clock's tick failed (%s); it tries again in %s seconds",
+            one_line(exc),
+            self.interval_text,
+        )
+        log.debug("the clock's tick failed", exc_info=exc)
+
+    def _expire(self, task_id: int) -> bool:
+        plane = self.plane
+        return plane.run(
+            "lease expiry",
+            lambda conn: expire_lease(conn, plane.clock, plane.config, task_id),
+        )
+
+    def _fire(self, timer_id: int) -> bool:
+        plane = self.plane
+        return plane.run(
+            "timer", lambda conn: fire_timer(conn, plane.clock, plane.config, timer_id)
+        )
+
+    async def run(self, stop: asyncio.Event) -> bool:
+        """Tick every interval (the first one interval after start) until `stop` is set.
+
+        Answers False when the hold was lost (the server must stop, exit 1), True on a stop.
+        A tick runs in a worker thread, so the event loop keeps serving requests meanwhile;
+        a stop waits for the tick in progress to finish.
+        """
+        next_at = time.monotonic() + self.interval
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=max(0.0, next_at - time.monotonic()))
+                return True
+            except TimeoutError:
+                pass
+            result = await asyncio.to_thread(self.tick)
+            if result.lost:
+                return False
+            # Keep the rhythm; after a long tick, wait at least a little before the next.
+            next_at = max(next_at + self.interval, time.monotonic() + self.interval / 10)
+        return True
