@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import click
@@ -39,6 +40,8 @@ def serve_command(graph: Path, db_url: str, listen: str, supervise: Path | None)
     sys.exit(code)
 
 
-def embedded_supervisor(folder: Path):  # type: ignore[no-untyped-def]  # filled in by the supervisor issue
-    """The supervisor of `--supervise FOLDER`, run beside the server (the supervisor issue)."""
-    raise click.UsageError("--supervise is not available yet in this version")
+def embedded_supervisor(folder: Path) -> Callable[[str], Awaitable[int]]:
+    """The supervisor of `--supervise FOLDER`, run beside the server (spec 40 §4.11)."""
+    from stateous.supervisor.loop import embedded
+
+    return embedded(folder)

@@ -15,7 +15,8 @@ def configure_logging() -> None:
     configuration wins and configuring twice adds no second handler.
     """
     root = logging.getLogger()
-    if not root.handlers:
+    # `serve --supervise` has configured the `stateous` logger already: add no second handler.
+    if not root.handlers and not logging.getLogger("stateous").handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s"))
         root.addHandler(handler)

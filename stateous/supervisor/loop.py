@@ -694,3 +694,36 @@ async def _main(settings: Settings, outbox: Outbox) -> int:
         outbox.close()
         os._exit(1)
     return code
+
+
+def embedded(folder: Path) -> Callable[[str], Awaitable[int]]:
+    """The supervisor of `stateous serve GRAPH --supervise FOLDER` (spec 40 §4.11).
+
+    The folder is read and checked now, before the server starts (FolderError stops `serve`).
+    The answer runs the supervisor against the server's own URL, once the server is up, and
+    answers its exit code; a start-up error is printed as `error: <sentence>` (exit 1).
+    """
+    import sys
+
+    from stateous.supervisor.folder import read_folder
+    from stateous.supervisor.logs import configure_logging
+
+    settings = read_folder(folder)
+    configure_logging()
+
+    async def run(url: str) -> int:
+        outbox: Outbox | None = None
+        try:
+            outbox = Outbox(folder)
+            supervisor = Supervisor(settings, outbox, url=url)
+            await supervisor.start()
+            supervisor.install_signals()
+            return await supervisor.run()
+        except StateousError as exc:
+            print(f"error: {exc.message}", file=sys.stderr, flush=True)
+            return 1
+        finally:
+            if outbox is not None:
+                outbox.close()
+
+    return run
