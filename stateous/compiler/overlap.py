@@ -73,9 +73,10 @@ class Exclusive:
 
 @dataclass(frozen=True)
 class Overlap:
-    """Both guards hold for `example` (the `{label} = {value!r}` text)."""
+    """Both guards hold for `example` (the `{label} = {value!r}` text), that is for `facts`."""
 
     example: str
+    facts: GuardEnv | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -267,6 +268,16 @@ class _Record:
     members: list[Any] = field(default_factory=list)
     searched: bool = False
 
+    def add_literal(self, value: Any) -> None:
+        """Record a compared literal; `true`/`false` also as 1/0, which they equal (§3.4.2).
+
+        The spec leaves booleans out of the numbers; without 1/0 an integer field
+        compared with `true` would be judged never equal to it, which is unsound.
+        """
+        self.add(value)
+        if isinstance(value, bool):
+            self.add(int(value))
+
     def add(self, value: Any) -> None:
         if isinstance(value, list):
             self.lists.append(value)
@@ -319,9 +330,9 @@ def _collect_pair(left: Node, op: str, right: Node, records: dict[Accessor, _Rec
     if isinstance(lit, ListLit) and searching:
         for item in lit.items:
             if isinstance(item, Lit):
-                records[acc].add(item.value)
+                records[acc].add_literal(item.value)
     else:
-        records[acc].add(_lit_value(lit))  # type: ignore[arg-type]  # a literal
+        records[acc].add_literal(_lit_value(lit))  # type: ignore[arg-type]  # a literal
 
 
 # -- candidates (§3.5.5) ---------------------------------------------------------------------
@@ -458,7 +469,7 @@ def prove_exclusive(
                 f"{accessor_label(acc)} = {value!r}"
                 for acc, value in zip(accessors, combo, strict=True)
             )
-            return Overlap(example)
+            return Overlap(example, env)
     return Exclusive()
 
 
