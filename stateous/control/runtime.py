@@ -8,7 +8,6 @@ import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterator
-from functools import partial
 from typing import Any
 
 import uvicorn
@@ -17,16 +16,15 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from stateous.control.api.app import create_app
 from stateous.control.clock import Clock, SystemClock
-from stateous.control.engine.lease import expire_lease, expired_leases
-from stateous.control.engine.timers import due_timers, fire_timer
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import StoreError
-from stateous.control.hold import TAKEN, Hold, HoldRefused
+from stateous.control.hold import Hold, HoldRefused
 from stateous.control.listen import bind, is_wide, local_url, parse_listen
 from stateous.control.plane import Plane
 from stateous.control.settings import Settings
 from stateous.control.store import queries as q
 from stateous.control.store.db import Store, make_engine, mask_url
+from stateous.control.ticker import Ticker
 from stateous.model.errors import StateousError
 from stateous.model.graph import Graph, read_graph_file
 
@@ -114,15 +112,6 @@ class _Server(uvicorn.Server):
         yield
 
 
-def clock_tick(plane: Plane) -> None:
-    """End the leases that ran out, then fire the due timers; each in its own transaction."""
-    clock, config = plane.clock, plane.config
-    for task_id in plane.run("lease expiry", lambda conn: expired_leases(conn, clock)):
-        plane.run("lease expiry", partial(expire_lease, clock=clock, config=config, task_id=task_id))
-    for timer_id in plane.run("timer fires", lambda conn: due_timers(conn, clock)):
-        plane.run("timer fires", partial(fire_timer, clock=clock, config=config, timer_id=timer_id))
-
-
 class ControlPlane:
     """A started control plane: the server, its clock and its hold."""
 
@@ -140,35 +129,12 @@ class ControlPlane:
         self.server = _Server(config)
 
     async def clock(self) -> None:
-        """Every tick: the hold, then lease expiry and timers (spec 30 §3.8). Ticks never overlap."""
-        tick = self.settings.tick
-        while not self.stop_event.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stop_event.wait(), tick)
-                return
-            try:
-                held = await to_thread.run_sync(self.hold.renew)
-            except Exception as exc:  # the database does not answer: not a loss
-                log.warning(
-                    "cannot renew this control plane's hold on the database (%s); trying again in %.1f seconds",
-                    _reason(exc), tick,
-                )  # fmt: skip
-                continue
-            if not held:
-                self.take_over()
-                return
-            try:
-                await to_thread.run_sync(clock_tick, self.plane)
-            except Exception as exc:  # one failed tick; the next runs normally
-                log.warning(
-                    "the clock's tick failed (%s); it tries again in %.1f seconds",
-                    _reason(exc),
-                    tick,
-                )
+        """The clock (stateous.control.ticker): the hold, lease expiry, timers; every tick."""
+        if not await Ticker(self.plane, self.hold, self.settings.tick).run(self.stop_event):
+            self.take_over()
 
     def take_over(self) -> None:
-        """Another control plane took the database: refuse every request and stop."""
-        logging.getLogger("stateous.hold").error(TAKEN)
+        """Another control plane took the database (the clock logged it): refuse requests, stop."""
         self.lost = True
         self.plane.serving = False
         self.server.should_exit = True

@@ -53,9 +53,14 @@ class TickResult:
 
 def one_line(exc: BaseException) -> str:
     """An error as one line of a log record (its sentence, else its class name)."""
-    text = exc.message if isinstance(exc, StateousError) else str(exc)
-    text = " ".join(text.split())
-    return text or type(exc).__name__
+    if isinstance(exc, StateousError):
+        text = exc.message
+    else:
+        # A driver error's own sentence, without SQLAlchemy's statement and background lines.
+        orig = getattr(exc, "orig", None)
+        text = str(orig if orig is not None else exc).strip()
+        text = text.splitlines()[0] if text else ""
+    return " ".join(text.split()) or type(exc).__name__
 
 
 @dataclass

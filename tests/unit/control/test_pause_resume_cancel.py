@@ -1,0 +1,142 @@
+"""Pause, resume and cancel (spec 30 §3.11-3.13): TICKET-3 of §4.2 row by row, and the refusals."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from stateous.control.clock import FakeClock, iso
+from stateous.control.engine.tx import EngineConfig
+from stateous.control.store.db import Store
+from tests.unit.control.harness import Engine, refusal
+
+T0 = datetime(2026, 10, 16, 20, 39, 47, 250000)
+
+
+@pytest.fixture
+def engine(store: Store, clock: FakeClock, sdlc: EngineConfig) -> Engine:
+    clock.set(T0)
+    return Engine(store, clock, sdlc)
+
+
+def test_ticket_3_pause_held_event_resume_cancel(engine: Engine) -> None:
+    engine.start("TICKET-3", {"repo": "acme/api"})
+    engine.clock.advance(1)
+    assert engine.pause("TICKET-3").status == "paused"
+    engine.clock.advance(1)
+    fired = engine.fire("TICKET-3", "done")
+    assert (fired.token.state, fired.token.status) == ("coding", "paused")
+    resumed = engine.resume("TICKET-3")
+    assert (resumed.state, resumed.status) == ("testing", "active")
+    engine.clock.advance(1)
+    assert engine.cancel("TICKET-3").status == "cancelled"
+    engine.clock.advance(1)
+    assert refusal(engine.fire, "TICKET-3", "done") == (
+        409, "token_not_active", "token 'TICKET-3' is cancelled; it takes no events",
+    )  # fmt: skip
+    t = [str(T0 + timedelta(seconds=n)) for n in range(5)]
+    assert engine.full_rows("TICKET-3") == [
+        (1, t[0], "started", None, {"context": {"repo": "acme/api"}}),
+        (2, t[0], "event_accepted", None, {"event": "__started__", "payload": None, "state": "__start__"}),
+        (3, t[0], "entered", None, {"state": "coding", "visit": 1}),
+        (4, t[0], "task_queued", None, {"task": 1, "state": "coding"}),
+        (5, t[0], "timer_set", None, {"event": "timeout", "due_at": iso(T0 + timedelta(hours=6))}),
+        (6, t[1], "paused", None, {}),
+        (7, t[2], "event_deferred", None, {"event": "done", "payload": None, "arrival": 1}),
+        (8, t[2], "resumed", None, {}),
+        (9, t[2], "event_replayed", None, {"event": "done"}),
+        (10, t[2], "event_accepted", None, {"event": "done", "payload": None, "state": "coding"}),
+        (11, t[2], "task_cancelled", None, {"task": 1}),
+        (12, t[2], "entered", None, {"state": "testing", "visit": 1}),
+        (13, t[2], "task_queued", None, {"task": 2, "state": "testing"}),
+        (14, t[2], "timer_set", None, {"event": "timeout", "due_at": iso(T0 + timedelta(hours=1, seconds=2))}),
+        (15, t[3], "task_cancelled", None, {"task": 2}),
+        (16, t[3], "cancelled", None, {}),
+        (17, t[4], "event_rejected", None, {"event": "done", "reason": "token 'TICKET-3' is cancelled; it takes no events"}),
+    ]  # fmt: skip
+    assert engine.timers("TICKET-3") == [
+        ("timeout", "timeout", "cancelled"),
+        ("timeout", "timeout", "cancelled"),
+    ]
+    assert engine.query("SELECT status FROM tasks ORDER BY id") == [("cancelled",), ("cancelled",)]
+
+
+def test_a_held_fire_keeps_its_key_and_a_repeat_is_a_duplicate(engine: Engine) -> None:
+    engine.start("T", {"repo": "r"})
+    engine.pause("T")
+    engine.fire("T", "done", key="k1")
+    again = engine.fire("T", "done", key="k1")
+    assert again.duplicate and again.token.status == "paused"
+    assert engine.full_rows("T")[-1][2:4] == ("event_deferred", "k1")
+    engine.resume("T")
+    rows = engine.full_rows("T")
+    accepted = [r for r in rows if r[2] == "event_accepted" and r[4]["event"] == "done"]
+    assert [r[3] for r in accepted] == [None]  # the replay carries no key; the held row keeps it
+    assert engine.fire("T", "done", key="k1").duplicate
+
+
+def test_resume_gives_the_timers_back_the_paused_time(engine: Engine) -> None:
+    engine.start("T", {"repo": "r"})
+    engine.clock.advance(600)
+    engine.pause("T")
+    engine.clock.advance(3600)
+    engine.resume("T")
+    due = engine.query("SELECT due_at FROM timers WHERE token = 'T'")[0][0]
+    assert str(due).rstrip("0") == str(T0 + timedelta(hours=7)).rstrip("0")
+
+
+def test_a_paused_token_is_not_claimed_and_its_timers_wait(engine: Engine) -> None:
+    engine.start("T", {"repo": "r"})
+    engine.pause("T")
+    assert engine.claim("box", ["coding"]) is None
+    result = engine.tick(7 * 3600)
+    assert result.timers == 0
+    assert engine.token("T")["status"] == "paused"
+    engine.resume("T")
+    assert engine.claim("box", ["coding"]) is not None
+
+
+def test_the_refusals_of_pause_resume_and_cancel_write_nothing(
+    store: Store, clock: FakeClock
+) -> None:
+    from stateous.model.graph import load_graph
+    from tests.support.graphs import DEV, graph_text
+
+    engine = Engine(store, clock, EngineConfig(load_graph(graph_text(DEV))))
+    engine.start("T", {"repo": "r"})
+    engine.fire("T", "done")
+    child = "T.reviews.1.design-review"
+    before = engine.rows(child)
+    for verb, call in (("paused", engine.pause), ("resumed", engine.resume), ("cancelled", engine.cancel)):
+        base = {"paused": "pause", "resumed": "resume", "cancelled": "cancel"}[verb]
+        assert refusal(call, child) == (
+            409, "child_token",
+            f"token {child!r} is a child of 'T': it is part of its parent's work, and cannot be "
+            f"{verb} on its own; {base} 'T' instead",
+        )  # fmt: skip
+    assert refusal(engine.pause, "nope") == (404, "token_not_found", "there is no token 'nope'")
+    assert refusal(engine.resume, "T") == (
+        409, "token_not_active", "token 'T' is active; only a paused token can be resumed",
+    )  # fmt: skip
+    engine.cancel("T")
+    assert refusal(engine.pause, "T") == (
+        409, "token_not_active", "token 'T' is cancelled; only an active token can be paused",
+    )  # fmt: skip
+    assert refusal(engine.cancel, "T") == (
+        409, "token_not_active",
+        "token 'T' is cancelled; only an active or paused token can be cancelled",
+    )  # fmt: skip
+    assert engine.rows(child)[: len(before)] == before
+
+
+def test_cancel_deletes_memory_and_closes_everything(engine: Engine) -> None:
+    engine.start("T", {"repo": "r"})
+    grant = engine.claim("box", ["coding"])
+    assert grant is not None
+    engine.memory(1, "k", {"v": 1}, 1)
+    engine.cancel("T")
+    assert engine.query("SELECT * FROM memory") == []
+    assert engine.task(1)[0] == "cancelled"
+    assert engine.timers("T") == [("timeout", "timeout", "cancelled")]
+    assert engine.rows("T")[-2:] == [("task_cancelled", {"task": 1}), ("cancelled", {})]
