@@ -15,6 +15,10 @@ from textual.reactive import var
 from textual.screen import Screen
 
 from tui.api import ControlPlane, Refused, Unreachable
+from tui.screens.help import HelpScreen
+from tui.screens.leases import LeasesScreen
+from tui.screens.outboxes import OutboxesScreen
+from tui.screens.tokens import TokensScreen
 from tui.settings import Settings, save_settings
 
 T = TypeVar("T")
@@ -31,9 +35,9 @@ class ConsoleApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "Stateous console"
     MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {
-        "tokens": "tui.screens.tokens:TokensScreen",
-        "leases": "tui.screens.leases:LeasesScreen",
-        "outboxes": "tui.screens.outboxes:OutboxesScreen",
+        "tokens": TokensScreen,
+        "leases": LeasesScreen,
+        "outboxes": OutboxesScreen,
     }
     DEFAULT_MODE = "tokens"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -150,8 +154,6 @@ class ConsoleApp(App[None]):
 
     def action_help(self) -> None:
         """Open the keys of the current screen."""
-        from tui.screens.help import HelpScreen
-
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
 

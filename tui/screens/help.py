@@ -29,6 +29,8 @@ class HelpScreen(ModalScreen[bool]):
     def __init__(self, below: Screen[object]) -> None:
         super().__init__()
         self.below = below
+        self.rows = help_rows(below)
+        """(key, what it does) for each key shown."""
 
     def compose(self) -> ComposeResult:
         """One table of keys."""
@@ -39,17 +41,23 @@ class HelpScreen(ModalScreen[bool]):
         table = Table(title=f"{self.below.title or 'console'}: keys", expand=True, box=None)
         table.add_column("key", style="bold cyan", no_wrap=True)
         table.add_column("does")
-        seen: set[str] = set()
-        for binding in getattr(self.below, "BINDINGS", []):
-            if isinstance(binding, Binding) and binding.description:
-                key = binding.key_display or binding.key.split(",")[0]
-                if key not in seen:
-                    seen.add(key)
-                    table.add_row(key, binding.description)
-        for key, text in GLOBAL_KEYS:
+        for key, text in self.rows:
             table.add_row(key, text)
         return table
 
     def action_close(self) -> None:
         """Back to the screen."""
         self.dismiss(True)
+
+
+def help_rows(screen: Screen[object]) -> list[tuple[str, str]]:
+    """The keys of `screen` (from its bindings), then the console's own keys."""
+    rows: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for binding in getattr(screen, "BINDINGS", []):
+        if isinstance(binding, Binding) and binding.description:
+            key = binding.key_display or binding.key.split(",")[0]
+            if key not in seen:
+                seen.add(key)
+                rows.append((key, binding.description))
+    return [*rows, *GLOBAL_KEYS]

@@ -69,6 +69,7 @@ class TokensScreen(SteeringScreen):
     """Every token, most recently moved first, with the states panel beside it."""
 
     TITLE = "tokens"
+    AUTO_FOCUS = "#tokens"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]  # noqa: RUF012  # Screen types it
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "Open", show=False),

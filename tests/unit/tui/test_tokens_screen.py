@@ -1,0 +1,154 @@
+"""The tokens screen against the recorded control plane: list, filters, search, steering."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.widgets import DataTable, Static
+
+from tests.unit.tui.helpers import plain, settle, wait_for
+from tests.unit.tui.recorded import Recorded
+from tui.app import ConsoleApp
+from tui.screens.confirm import ConfirmScreen
+from tui.screens.tokens import TokensScreen, arrange
+
+
+def shown_ids(app: ConsoleApp) -> list[str]:
+    table = app.screen.query_one("#tokens", DataTable)
+    return [str(row.value) for row in table.rows]
+
+
+async def test_lists_tokens_most_recently_moved_first_with_children_below_parents(
+    console: Callable[..., ConsoleApp],
+) -> None:
+    app = console()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        assert shown_ids(app) == [
+            "ORDER-1",
+            "ORDER-8",
+            "ORDER-2",
+            "ORDER-9",
+            "ORDER-3",
+            "ORDER-3.checks.1.stock",
+            "ORDER-4",
+            "ORDER-5",
+            "ORDER-6",
+        ]
+        table = app.screen.query_one("#tokens", DataTable)
+        assert plain(table.get_row("ORDER-2")) == ["ORDER-2", "draft", "2", "paused", "2m", ""]
+        assert table.get_row("ORDER-3.checks.1.stock")[0].plain == "└ ORDER-3.checks.1.stock"
+        await pilot.press("h")
+        assert "ORDER-3.checks.1.stock" not in shown_ids(app)
+
+
+async def test_status_keys_filter_through_the_api(
+    console: Callable[..., ConsoleApp], recorded: Recorded
+) -> None:
+    app = console()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        assert shown_ids(app) == ["ORDER-2"]
+        await pilot.press("0")
+        await settle(pilot)
+        assert len(shown_ids(app)) == 9
+
+
+async def test_search_by_id_prefix_and_state_filter(console: Callable[..., ConsoleApp]) -> None:
+    app = console()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", "O", "R", "D", "E", "R", "-", "3")
+        assert shown_ids(app) == ["ORDER-3", "ORDER-3.checks.1.stock"]
+        await pilot.press("escape")
+        assert len(shown_ids(app)) == 9
+        screen = app.screen
+        assert isinstance(screen, TokensScreen)
+        states = screen.query_one("#states", DataTable)
+        assert [str(r.value) for r in states.rows] == ["draft", "review", "checks", "stock/count"]
+        states.focus()
+        states.move_cursor(row=1)
+        await pilot.press("enter")
+        assert shown_ids(app) == ["ORDER-1", "ORDER-9", "ORDER-4"]
+        assert "state: review" in str(screen.query_one("#filters", Static).render())
+
+
+async def test_states_panel_counts_active_paused_and_queued(
+    console: Callable[..., ConsoleApp],
+) -> None:
+    app = console()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        states = app.screen.query_one("#states", DataTable)
+        assert plain(states.get_row("draft")) == ["draft", "1", "1", "1"]
+        assert plain(states.get_row("stock/count")) == ["stock/count", "1", "0", "0"]
+
+
+def test_arrange_keeps_an_orphan_child_in_place() -> None:
+    tokens = [
+        {"token": "A.s.1.w", "parent": "A", "state": "x"},
+        {"token": "B", "state": "x"},
+    ]
+    rows = arrange(tokens, state=None, prefix="", hide_children=False)
+    assert [(t["token"], depth) for t, depth in rows] == [("A.s.1.w", 0), ("B", 0)]
+
+
+async def test_pause_then_resume_refused_shows_the_code_and_sentence(
+    console: Callable[..., ConsoleApp], recorded: Recorded
+) -> None:
+    app = console()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("p")  # ORDER-1 is selected and active
+        await settle(pilot)
+        table = app.screen.query_one("#tokens", DataTable)
+        assert table.get_row("ORDER-1")[3].plain == "paused"
+        await pilot.press("p")  # paused already: refused
+        await settle(pilot)
+        assert recorded.requests == ["pause ORDER-1", "pause ORDER-1"]
+        messages = [n.message for n in app._notifications]
+        assert (
+            "token_not_active: token 'ORDER-1' is paused; only an active token can be paused"
+            in messages
+        )
+        assert table.get_row("ORDER-1")[3].plain == "paused"
+
+
+async def test_a_child_has_no_steering_keys(
+    console: Callable[..., ConsoleApp], recorded: Recorded
+) -> None:
+    app = console()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#tokens", DataTable)
+        table.move_cursor(row=table.get_row_index("ORDER-3.checks.1.stock"))
+        await pilot.press("p")
+        await settle(pilot)
+        assert recorded.requests == []
+        assert any("steer its parent" in n.message for n in app._notifications)
+
+
+async def test_cancel_asks_first_naming_the_children(
+    console: Callable[..., ConsoleApp], recorded: Recorded
+) -> None:
+    app = console()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#tokens", DataTable)
+        table.move_cursor(row=table.get_row_index("ORDER-3"))
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        question = str(app.screen.query_one("#question", Static).render())
+        assert "Cancel token 'ORDER-3' for good?" in question
+        assert "ORDER-3.checks.1.stock" in question
+        await pilot.press("n")
+        await settle(pilot)
+        assert recorded.requests == []
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await settle(pilot)
+        assert recorded.requests == ["cancel ORDER-3"]
+        assert app.screen.query_one("#tokens", DataTable).get_row("ORDER-3")[3].plain == "cancelled"
