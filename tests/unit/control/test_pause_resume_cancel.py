@@ -108,7 +108,11 @@ def test_the_refusals_of_pause_resume_and_cancel_write_nothing(
     engine.fire("T", "done")
     child = "T.reviews.1.design-review"
     before = engine.rows(child)
-    for verb, call in (("paused", engine.pause), ("resumed", engine.resume), ("cancelled", engine.cancel)):
+    for verb, call in (
+        ("paused", engine.pause),
+        ("resumed", engine.resume),
+        ("cancelled", engine.cancel),
+    ):
         base = {"paused": "pause", "resumed": "resume", "cancelled": "cancel"}[verb]
         assert refusal(call, child) == (
             409, "child_token",
