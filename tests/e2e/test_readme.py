@@ -49,6 +49,7 @@ class Background:
 
     process: subprocess.Popen[str]
     lines: list[str] = field(default_factory=list)
+    reader: threading.Thread | None = None
 
     def pump(self, stream: IO[str]) -> None:
         for raw in stream:
@@ -68,10 +69,16 @@ class Background:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
         try:
-            return self.process.wait(20)
+            code = self.process.wait(20)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            return self.process.wait()
+            code = self.process.wait()
+        # The pipe ends with the process; close it once read, or the collector warns.
+        if self.reader is not None:
+            self.reader.join(5)
+        if self.process.stderr is not None:
+            self.process.stderr.close()
+        return code
 
 
 @dataclass
@@ -96,7 +103,8 @@ class Walkthrough:
         )  # fmt: skip
         job = Background(process)
         assert process.stderr is not None
-        threading.Thread(target=job.pump, args=(process.stderr,), daemon=True).start()
+        job.reader = threading.Thread(target=job.pump, args=(process.stderr,), daemon=True)
+        job.reader.start()
         self.running.append(job)
         return job
 
