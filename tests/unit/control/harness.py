@@ -32,6 +32,78 @@ from stateous.control.ticker import Ticker, TickResult
 from stateous.model.wire import GrantWire
 from tests.support.rows import ledger_rows
 
+# The parallel example of spec 10 §9.3 / §5.11 exactly (`dev`, `security-review`, `design-review`).
+ALL_APPROVED = "branches.all(status == 'completed' and final == 'approved')"
+DEV: dict[str, Any] = {
+    "stateous": 1,
+    "workflow": "dev",
+    "context": "Ticket",
+    "states": {
+        "coding": {"emits": ["done"]},
+        "reviews": {
+            "timeout": "2d",
+            "parallel": ["security-review", "design-review"],
+            "join": "all",
+            "inputs": ["repo", "branch"],
+        },
+        "merging": {"emits": ["merged"]},
+    },
+    "events": {"done": {}, "merged": {}},
+    "transitions": [
+        {"from": "__start__", "to": "coding"},
+        {"from": "coding", "to": "reviews", "on": "done"},
+        {"from": "reviews", "to": "merging", "on": "joined", "when": ALL_APPROVED},
+        {"from": "reviews", "to": "coding", "on": "joined", "otherwise": True},
+        {"from": "reviews", "to": "__end__", "on": "timeout"},
+        {"from": "merging", "to": "__end__", "on": "merged"},
+    ],
+    "workflows": {
+        "security-review": {
+            "context": "Review",
+            "states": {
+                "triage": {"timeout": "1h", "retries": 1, "emits": ["ok"]},
+                "approved": {"emits": ["fin"]},
+            },
+            "events": {"ok": {"payload": "Verdict"}, "fin": {}},
+            "transitions": [
+                {"from": "__start__", "to": "triage"},
+                {"from": "triage", "to": "approved", "on": "ok", "when": "payload.ok == true"},
+                {"from": "triage", "to": "__end__", "on": "ok", "otherwise": True},
+                {"from": "approved", "to": "__end__", "on": "fin"},
+            ],
+        },
+        "design-review": {
+            "context": "Review",
+            "states": {"look": {"emits": ["seen"]}},
+            "events": {"seen": {}},
+            "transitions": [
+                {"from": "__start__", "to": "look"},
+                {"from": "look", "to": "__end__", "on": "seen"},
+            ],
+        },
+    },
+    "schemas": {
+        "Review": {
+            "properties": {"repo": {"type": "string"}, "branch": {"type": "string"}},
+            "required": ["repo", "branch"],
+            "type": "object",
+        },
+        "Ticket": {
+            "properties": {
+                "repo": {"type": "string"},
+                "branch": {"default": "main", "type": "string"},
+            },
+            "required": ["repo"],
+            "type": "object",
+        },
+        "Verdict": {
+            "properties": {"ok": {"type": "boolean"}},
+            "required": ["ok"],
+            "type": "object",
+        },
+    },
+}
+
 
 @dataclass
 class Engine:

@@ -101,7 +101,8 @@ def test_the_refusals_of_pause_resume_and_cancel_write_nothing(
     store: Store, clock: FakeClock
 ) -> None:
     from stateous.model.graph import load_graph
-    from tests.support.graphs import DEV, graph_text
+    from tests.support.graphs import graph_text
+    from tests.unit.control.harness import DEV
 
     engine = Engine(store, clock, EngineConfig(load_graph(graph_text(DEV))))
     engine.start("T", {"repo": "r"})
