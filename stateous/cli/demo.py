@@ -259,7 +259,7 @@ def _start_tokens(url: str, count: int) -> list[str]:
 )
 @click.option("--console", is_flag=True, help="Open the console on the demo instead of stopping.")
 def demo_command(count: int, console: bool) -> None:
-    """Run the orders workflow end to end on embedded SQLite, and print its histories.
+    """Run the orders example end to end on embedded SQLite; print the histories.
 
     In a fresh temporary folder: write the orders starter and a supervisor with the tutorial's
     routines, serve it on a free port with the supervisor inside, start the tokens, wait for

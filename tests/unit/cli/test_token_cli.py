@@ -123,6 +123,33 @@ def test_help_summaries(capsys: pytest.CaptureFixture[str]) -> None:
     )
 
 
+SPEC_SUMMARIES = {
+    (): "A process as a graph of states. A control plane keeps every token durable.",
+    ("compile",): "Check a workflow, and write its graph file.",
+    ("serve",): "Run the control plane: the HTTP API and the clock, over one database.",
+    ("init",): "Write a new workflow's folder, or a supervisor's folder.",
+    ("init", "workflow"): "Write a starter workflow in the folder NAME, and compile it.",
+    ("init", "supervisor"): (
+        "Write a supervisor's folder, from a control plane, a graph file or a flow.py."
+    ),
+    ("supervise",): (
+        "Run the routines of a supervisor's folder. Ctrl-C once: take no new tasks and wait for "
+        "the running routines. Twice: cancel them and exit."
+    ),
+    ("token",): "Act on tokens: start, fire, show, pause, resume, cancel.",
+}
+
+
+@pytest.mark.parametrize("words", list(SPEC_SUMMARIES), ids=lambda w: " ".join(w) or "stateous")
+def test_every_help_summary_of_the_spec(
+    words: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run([*words, "--help"], capsys)
+    assert (code, err) == (0, "")
+    first_paragraph = out.split("\n\n")[1]
+    assert " ".join(first_paragraph.split()) == SPEC_SUMMARIES[words]
+
+
 def test_the_commands_print_token_lines(
     server: tuple[str, Script], capsys: pytest.CaptureFixture[str]
 ) -> None:
