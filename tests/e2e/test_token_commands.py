@@ -313,3 +313,19 @@ def test_python_m_and_the_script_agree() -> None:
         [str(script), "token", "start", "T-1", "{bad"], capture_output=True, text=True
     )
     assert (done.returncode, done.stdout, done.stderr) == stateous("token", "start", "T-1", "{bad")
+
+
+def test_show_into_a_closed_pipe_ends_quietly(cp: ServeProcess) -> None:
+    assert ok("token", "start", "TICKET-6", '{"repo": "acme/api"}', url=cp.url)
+    # `stateous token show TICKET-6 | head -0`: the reader is gone before the first line.
+    reader = subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE)
+    reader.wait()
+    assert reader.stdin is not None
+    done = subprocess.run(
+        [sys.executable, "-m", "stateous", "token", "show", "TICKET-6", "--url", cp.url],
+        stdout=reader.stdin,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    reader.stdin.close()
+    assert (done.returncode, done.stderr) == (1, "")
