@@ -15,9 +15,10 @@ import logging
 import os
 import signal
 import threading
+import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -36,6 +37,9 @@ log = logging.getLogger("stateous.supervisor")
 
 _DELAYS = (1, 2, 4, 8, 16, 30)
 _REFUSED_REPORT = "the control plane refused the report: "
+# The refusals of a control plane that does not know the `wait` field of a claim (spec 70 §2).
+_WAIT_REFUSALS = frozenset({"invalid_body", "invalid_argument", "unknown_field"})
+_EMBEDDED_WAIT = 1.0
 
 
 class StartError(StateousError):
@@ -51,6 +55,7 @@ class Timings:
     heartbeat: float = 30.0  # STATEOUS_SUPERVISOR_HEARTBEAT
     idle: float = 1.0  # STATEOUS_SUPERVISOR_IDLE: the wait after a claim that got no task
     max_retry: float = 30.0  # STATEOUS_SUPERVISOR_MAX_RETRY: the longest wait between tries
+    wait: float = 10.0  # STATEOUS_SUPERVISOR_WAIT: a claim's long-poll wait (spec 70 §2); 0: none
 
     @classmethod
     def from_env(cls) -> Timings:
@@ -66,6 +71,7 @@ class Timings:
             heartbeat=read("STATEOUS_SUPERVISOR_HEARTBEAT", cls.heartbeat),
             idle=read("STATEOUS_SUPERVISOR_IDLE", cls.idle),
             max_retry=read("STATEOUS_SUPERVISOR_MAX_RETRY", cls.max_retry),
+            wait=read("STATEOUS_SUPERVISOR_WAIT", cls.wait),
         )
 
 
@@ -165,6 +171,8 @@ class Supervisor:
         self.url = url or settings.url
         self.timings = timings or Timings.from_env()
         self.remote = Remote(self.url)
+        # Long-poll claims until the control plane refuses the field (spec 70 §2).
+        self.long_poll = self.timings.wait > 0
         self.registry = Registry({})
         self.grants: dict[int, Grant] = {}
         self.stopping = False
@@ -244,6 +252,7 @@ class Supervisor:
     async def run(self) -> int:
         """Claim and run tasks until a stop; answers the exit code (0 graceful, 1 forced)."""
         heartbeat = asyncio.create_task(self._heartbeat_loop())
+        status = asyncio.create_task(self._status_loop())
         self._write_status()
         try:
             claims = asyncio.create_task(self._claim_loop())
@@ -258,6 +267,7 @@ class Supervisor:
             return 0
         finally:
             heartbeat.cancel()
+            status.cancel()
             self._write_status()
             await self.remote.aclose()
 
@@ -318,11 +328,15 @@ class Supervisor:
                 self._wake.clear()
                 await self._wait(self._wake, 3600)
                 continue
-            body = {
+            body: dict[str, Any] = {
                 "supervisor": self.settings.name,
                 "states": self.registry.states,
                 "request": request,
             }
+            waited = self.long_poll
+            if waited:
+                body["wait"] = self.timings.wait
+            sent = time.monotonic()
             try:
                 answer = await self._persist(
                     partial(self.remote.call, "POST", "/tasks/claim", body)
@@ -335,9 +349,14 @@ class Supervisor:
                 return
             request = uuid.uuid4().hex
             if answer.status == 204:
-                await self._idle()
+                # A held claim that ran its wait out: claim again at once. An early `204` (a
+                # control plane that ignores `wait`, or one shutting down): wait as without it.
+                if not waited or time.monotonic() - sent < self.timings.wait * 0.9:
+                    await self._idle()
             elif not answer.ok:
                 log.warning("the control plane refused a claim: %s", answer.sentence)
+                if waited and answer.code in _WAIT_REFUSALS:
+                    self.long_poll = False  # an older control plane: claim each second
                 await self._idle()
             else:
                 self._take(answer.body)
@@ -619,6 +638,11 @@ class Supervisor:
                 await self._heartbeat()
             except Exception:
                 log.exception("a heartbeat failed")
+
+    async def _status_loop(self) -> None:
+        """Rewrite status.json at the pace of heartbeats, also while a heartbeat waits to retry."""
+        while True:
+            await asyncio.sleep(self.timings.heartbeat)
             self._write_status()
 
     async def _heartbeat(self) -> None:
@@ -715,7 +739,11 @@ def embedded(folder: Path) -> Callable[[str], Awaitable[int]]:
         outbox: Outbox | None = None
         try:
             outbox = Outbox(folder)
-            supervisor = Supervisor(settings, outbox, url=url)
+            # In one process with its control plane, a stop must not wait out a 10 s claim:
+            # a 1 s long-poll still starts each task within milliseconds.
+            timings = Timings.from_env()
+            timings = replace(timings, wait=min(timings.wait, _EMBEDDED_WAIT))
+            supervisor = Supervisor(settings, outbox, url=url, timings=timings)
             await supervisor.start()
             supervisor.install_signals()
             return await supervisor.run()

@@ -1,0 +1,169 @@
+"""`stateous supervise` as a real process, and helpers to build supervisor folders for tests."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.support import ServeProcess, serve_process
+
+ROOT = Path(__file__).resolve().parents[3]
+FAST = {
+    "STATEOUS_SUPERVISOR_HEARTBEAT": "0.5",
+    "STATEOUS_SUPERVISOR_IDLE": "0.2",
+    "STATEOUS_SUPERVISOR_MAX_RETRY": "0.5",
+}
+
+
+@dataclass
+class Supervise:
+    """A running `stateous supervise`: its process and the stderr lines so far."""
+
+    process: subprocess.Popen[str]
+    lines: list[str] = field(default_factory=list)
+    _queue: queue.Queue[str | None] = field(default_factory=queue.Queue)
+
+    def read(self, timeout: float = 0.0) -> list[str]:
+        """Collect the lines that arrived, waiting up to `timeout` for one."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                return self.lines
+            if line is None:
+                return self.lines
+            self.lines.append(line)
+            deadline = time.monotonic()  # drain what is there, then return
+
+    def wait_for(self, pattern: str, timeout: float = 20.0) -> str:
+        """The first log message (after the time and logger) matching `pattern`."""
+        deadline = time.monotonic() + timeout
+        seen = 0
+        while time.monotonic() < deadline:
+            self.read(timeout=0.1)
+            for line in self.lines[seen:]:
+                message = message_of(line)
+                if re.search(pattern, message):
+                    return message
+            seen = len(self.lines)
+            if self.process.poll() is not None:
+                self.read(timeout=0.5)
+                break
+        raise AssertionError(f"no line matches {pattern!r}:\n" + "\n".join(self.lines))
+
+    def messages(self) -> list[str]:
+        """Every log message so far, without time and logger."""
+        self.read(timeout=0.05)
+        return [message_of(line) for line in self.lines]
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """Ctrl-C once and wait for the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        code = self.process.wait(timeout=timeout)
+        self.read(timeout=0.5)
+        return code
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash."""
+        self.process.kill()
+        self.process.wait()
+        self.read(timeout=0.5)
+
+
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} stateous\.supervisor: (.*)$")
+
+
+def message_of(line: str) -> str:
+    """The message of a log line of the supervisor (the line as is when it is not one)."""
+    found = LOG_LINE.match(line)
+    return found.group(1) if found else line
+
+
+def start_supervise(folder: Path, *, env: dict[str, str] | None = None) -> Supervise:
+    """Start `stateous supervise FOLDER` with the short timings of tests."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "stateous", "supervise", str(folder)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=folder.parent,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT), **FAST, **(env or {})},
+    )
+    running = Supervise(process)
+
+    def pump() -> None:
+        assert process.stderr is not None
+        with process.stderr:
+            for line in process.stderr:
+                running._queue.put(line.rstrip("\n"))
+        running._queue.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return running
+
+
+def init_folder(source: str, folder: Path) -> None:
+    """`stateous init supervisor SOURCE FOLDER`, then remove the stubs."""
+    done = subprocess.run(
+        [sys.executable, "-m", "stateous", "init", "supervisor", source, str(folder)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    for stub in folder.glob("*.py"):
+        if stub.name != "contract.py":
+            stub.unlink()
+
+
+def history(url: str, token: str) -> list[str]:
+    """`kind data` of each history entry of a token."""
+    entries = httpx.get(f"{url}/tokens/{token}/history", timeout=10).json()
+    return [f"{e['kind']} {_compact(e['data'])}" for e in entries]
+
+
+def _compact(data: object) -> str:
+    import json
+
+    return json.dumps(data, separators=(", ", ": "))
+
+
+def wait_until(check: object, timeout: float = 20.0, what: str = "") -> None:
+    """Poll `check()` until it is true."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what or check}")
+
+
+@contextmanager
+def serving(graph: Path, db_url: str, **options: Any) -> Iterator[ServeProcess]:
+    """`serve_process`, closing the child's pipes at the end (the helper leaves them open)."""
+    with serve_process(graph, db_url, **options) as served:
+        try:
+            yield served
+        finally:
+            if served.process.poll() is None:
+                served.stop()
+            for pipe in (served.process.stdout, served.process.stderr):
+                if pipe is not None:
+                    pipe.close()
