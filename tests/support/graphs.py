@@ -96,3 +96,77 @@ def write_graph(folder: Path, doc: dict[str, Any], name: str | None = None) -> P
 def variant(doc: dict[str, Any]) -> dict[str, Any]:
     """A deep copy to change in a test."""
     return copy.deepcopy(doc)
+
+
+DEV: dict[str, Any] = {
+    "stateous": 1,
+    "workflow": "dev",
+    "context": "Ticket",
+    "states": {
+        "coding": {"emits": ["done"]},
+        "reviews": {
+            "timeout": "2d",
+            "parallel": ["security-review", "design-review"],
+            "join": "all",
+            "inputs": ["repo", "branch"],
+        },
+        "merging": {"emits": ["merged"]},
+    },
+    "events": {"done": {}, "merged": {}},
+    "transitions": [
+        {"from": "__start__", "to": "coding"},
+        {"from": "coding", "to": "reviews", "on": "done"},
+        {
+            "from": "reviews",
+            "to": "merging",
+            "on": "joined",
+            "when": "branches.all(status == 'completed' and final == 'approved')",
+        },
+        {"from": "reviews", "to": "coding", "on": "joined", "otherwise": True},
+        {"from": "reviews", "to": "__end__", "on": "timeout"},
+        {"from": "merging", "to": "__end__", "on": "merged"},
+    ],
+    "workflows": {
+        "security-review": {
+            "context": "Review",
+            "states": {
+                "triage": {"timeout": "1h", "emits": ["ok"]},
+                "approved": {"emits": ["fin"]},
+            },
+            "events": {"ok": {"payload": "Ok"}, "fin": {}},
+            "transitions": [
+                {"from": "__start__", "to": "triage"},
+                {"from": "triage", "to": "approved", "on": "ok"},
+                {"from": "approved", "to": "__end__", "on": "fin"},
+            ],
+        },
+        "design-review": {
+            "context": "Review",
+            "states": {"look": {"emits": ["seen"]}},
+            "events": {"seen": {}},
+            "transitions": [
+                {"from": "__start__", "to": "look"},
+                {"from": "look", "to": "__end__", "on": "seen"},
+            ],
+        },
+    },
+    "schemas": {
+        "Ok": {"properties": {"ok": {"type": "boolean"}}, "required": ["ok"], "type": "object"},
+        "Review": {
+            "properties": {
+                "repo": {"type": "string"},
+                "branch": {"default": "main", "type": "string"},
+            },
+            "required": ["repo"],
+            "type": "object",
+        },
+        "Ticket": {
+            "properties": {
+                "repo": {"type": "string"},
+                "branch": {"default": "main", "type": "string"},
+            },
+            "required": ["repo"],
+            "type": "object",
+        },
+    },
+}

@@ -63,4 +63,6 @@ def task_rows(conn: Connection) -> list[tuple[Any, ...]]:
 
 def table_rows(conn: Connection, table: str) -> list[tuple[Any, ...]]:
     """Every row of a small table, as tuples."""
-    return [tuple(r) for r in conn.execute(text(f"SELECT * FROM {table}"))]  # noqa: S608  # test helper, fixed names
+    return [
+        tuple(r) for r in conn.execute(text(f"SELECT * FROM {table}"))
+    ]  # test helper, fixed names

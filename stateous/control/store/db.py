@@ -23,14 +23,19 @@ T = TypeVar("T")
 # SQLSTATEs of a deadlock and a serialization failure: the request is run once more.
 RETRY_STATES = frozenset({"40P01", "40001"})
 
-POSTGRES_CONNECT_ARGS: dict[str, Any] = {
-    "connect_timeout": 10,
-    "options": "-c statement_timeout=30000 -c lock_timeout=10000",
-    "keepalives": 1,
-    "keepalives_idle": 30,
-    "keepalives_interval": 10,
-    "keepalives_count": 3,
-}
+
+
+def postgres_connect_args(statement_timeout: float = 30.0, lock_timeout: float = 10.0) -> dict[str, Any]:
+    """The connection time limits of spec 20 §3.6 (tests may shorten them)."""
+    return {
+        "connect_timeout": 10,
+        "options": f"-c statement_timeout={int(statement_timeout * 1000)} "
+        f"-c lock_timeout={int(lock_timeout * 1000)}",
+        "keepalives": 1,
+        "keepalives_idle": 30,
+        "keepalives_interval": 10,
+        "keepalives_count": 3,
+    }
 
 
 def normalize_url(url: str) -> str:
@@ -54,22 +59,25 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
-def make_engine(url: str) -> Engine:
-    """An engine configured once for its dialect; raises sqlalchemy errors for a bad URL."""
+def make_engine(url: str, *, busy_timeout: float = 30.0, lock_timeout: float = 10.0) -> Engine:
+    """An engine configured once for its dialect; raises sqlalchemy errors for a bad URL.
+
+    `busy_timeout` (SQLite's wait for another process's write lock) and `lock_timeout`
+    (Postgres) keep the spec's values unless a test shortens them.
+    """
     url = normalize_url(url)
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(url, parsed.database)
+        return _sqlite_engine(url, parsed.database, busy_timeout)
     if parsed.get_backend_name() == "postgresql":
-        return create_engine(
-            url, pool_pre_ping=True, connect_args=POSTGRES_CONNECT_ARGS, pool_size=8
-        )
+        args = postgres_connect_args(lock_timeout=lock_timeout)
+        return create_engine(url, pool_pre_ping=True, connect_args=args, pool_size=8)
     return create_engine(url, pool_pre_ping=True)
 
 
-def _sqlite_engine(url: str, database: str | None) -> Engine:
+def _sqlite_engine(url: str, database: str | None, busy_timeout: float) -> Engine:
     in_memory = database in (None, "", ":memory:")
-    kwargs: dict[str, Any] = {"connect_args": {"timeout": 30, "check_same_thread": False}}
+    kwargs: dict[str, Any] = {"connect_args": {"timeout": busy_timeout, "check_same_thread": False}}
     if in_memory:
         kwargs["poolclass"] = StaticPool
     engine = create_engine(url, **kwargs)
@@ -79,7 +87,7 @@ def _sqlite_engine(url: str, database: str | None) -> Engine:
         # Let SQLAlchemy's begin event issue BEGIN IMMEDIATE itself (the pysqlite recipe).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA busy_timeout = 30000")
+        cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         if not in_memory:
             cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA synchronous = FULL")

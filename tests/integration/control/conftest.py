@@ -1,0 +1,39 @@
+"""API fixtures: the orders app on each backend, and an httpx client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.support.app import RunningApi, running_api
+from tests.support.graphs import ORDERS, SDLC
+
+
+@pytest.fixture
+def api(db_url: str) -> Iterator[RunningApi]:
+    """The orders starter served over a real socket."""
+    with running_api(db_url, ORDERS) as running:
+        yield running
+
+
+@pytest.fixture
+def sdlc_api(db_url: str) -> Iterator[RunningApi]:
+    """The sdlc workflow served over a real socket."""
+    with running_api(db_url, SDLC) as running:
+        yield running
+
+
+@pytest.fixture
+def http(api: RunningApi) -> Iterator[httpx.Client]:
+    """A client of the orders app."""
+    with httpx.Client(base_url=api.url, timeout=30) as client:
+        yield client
+
+
+@pytest.fixture
+def sdlc_http(sdlc_api: RunningApi) -> Iterator[httpx.Client]:
+    """A client of the sdlc app."""
+    with httpx.Client(base_url=sdlc_api.url, timeout=30) as client:
+        yield client

@@ -1,0 +1,67 @@
+"""The real API app under uvicorn, in a thread, on a real port (for API tests)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+
+from stateous.control.api.app import create_app
+from stateous.control.clock import Clock, SystemClock
+from stateous.control.engine.tx import EngineConfig
+from stateous.control.plane import Plane
+from stateous.control.store import migrate
+from stateous.control.store.db import Store, make_engine
+from stateous.model.graph import load_graph
+from tests.support.graphs import graph_text
+from tests.support.ports import free_port
+
+
+@dataclass
+class RunningApi:
+    """A served app: its base URL and its plane (store, graph, clock)."""
+
+    url: str
+    plane: Plane
+
+
+@contextmanager
+def running_api(
+    db_url: str, doc: dict[str, Any], clock: Clock | None = None, *, busy: float = 30.0
+) -> Iterator[RunningApi]:
+    """Migrate the database, serve the app on 127.0.0.1:<free port>, stop it at the end.
+
+    `busy` shortens the database's wait for a lock (SQLite busy timeout, Postgres lock_timeout).
+    """
+    store = Store(make_engine(db_url, busy_timeout=busy, lock_timeout=busy))
+    with store.begin() as conn:
+        migrate.upgrade(conn)
+    plane = Plane(store, EngineConfig(load_graph(graph_text(doc))), clock or SystemClock())
+    port = free_port()
+    config = uvicorn.Config(
+        create_app(plane),
+        host="127.0.0.1",
+        port=port,
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the API did not start")
+        time.sleep(0.01)
+    try:
+        yield RunningApi(f"http://127.0.0.1:{port}", plane)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        store.engine.dispose()
