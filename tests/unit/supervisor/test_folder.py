@@ -49,7 +49,11 @@ def test_a_good_folder(folder: Path) -> None:
         "url: https://cp.internal:8443/\ntasks: 2\nname: build-box-1\n", encoding="utf-8"
     )
     settings = read_folder(folder)
-    assert (settings.url, settings.tasks, settings.name) == ("https://cp.internal:8443", 2, "build-box-1")
+    assert (settings.url, settings.tasks, settings.name) == (
+        "https://cp.internal:8443",
+        2,
+        "build-box-1",
+    )
 
 
 def test_missing_files(folder: Path, tmp_path: Path) -> None:
@@ -59,7 +63,9 @@ def test_missing_files(folder: Path, tmp_path: Path) -> None:
         f"{folder} has no stateous.yaml: run `stateous init supervisor URL {folder}`"
     )
     (folder / "contract.py").unlink()
-    assert error(folder) == f"{folder} has no contract.py: run `stateous init supervisor URL {folder}`"
+    assert (
+        error(folder) == f"{folder} has no contract.py: run `stateous init supervisor URL {folder}`"
+    )
 
 
 def test_contract_without_checksum_and_bad_yaml(folder: Path) -> None:
@@ -98,7 +104,10 @@ def test_contract_without_checksum_and_bad_yaml(folder: Path) -> None:
         ("url: http://x\nname: ''", "name: string should have at least 1 character"),
         ("url: http://x\nname: " + "n" * 129, "name: string should have at most 128 characters"),
         ("url: http://x\ncolour: red", "colour: there is no such setting"),
-        ("tasks: 0\nwho: me", "url: missing; tasks: input should be greater than or equal to 1; who: there is no such setting"),
+        (
+            "tasks: 0\nwho: me",
+            "url: missing; tasks: input should be greater than or equal to 1; who: there is no such setting",
+        ),
     ],
 )
 def test_yaml_problems(folder: Path, text: str, problems: str) -> None:
@@ -168,7 +177,9 @@ def test_the_outbox_table_lock_and_order(tmp_path: Path) -> None:
     outbox = Outbox(tmp_path)
     first = outbox.add(2, 1, "T-1", "note", {"text": "hi"})
     second = outbox.add(2, 1, "T-1", "memory", {"key": "k", "value": None})
-    outbox.add(3, 2, "T-2", "report", {"kind": "waiting", "context": None, "schedules": [], "attempt": 2})
+    outbox.add(
+        3, 2, "T-2", "report", {"kind": "waiting", "context": None, "schedules": [], "attempt": 2}
+    )
     assert [m.id for m in outbox.pending()] == [first.id, second.id, first.id + 2]
     assert first.created_at.endswith("+00:00")
     with pytest.raises(OutboxLocked) as caught:
@@ -190,7 +201,15 @@ def test_the_outbox_table_lock_and_order(tmp_path: Path) -> None:
         ("created_at", "TEXT", 1, 0),
     ]
     rows = conn.execute("SELECT task, attempt, token, kind, body FROM messages").fetchall()
-    assert rows == [(3, 2, "T-2", "report", '{"kind": "waiting", "context": null, "schedules": [], "attempt": 2}')]
+    assert rows == [
+        (
+            3,
+            2,
+            "T-2",
+            "report",
+            '{"kind": "waiting", "context": null, "schedules": [], "attempt": 2}',
+        )
+    ]
     conn.close()
     reopened = Outbox(tmp_path)
     assert [m.task for m in reopened.pending()] == [3]
