@@ -34,12 +34,13 @@ class ConsoleApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "Stateous console"
-    MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {
+    # Named screens, installed once and switched between (not modes: under Textual 8.2.8 a
+    # mode's screen holding an Input stops taking keys in a headless run, as snapshots use).
+    SCREENS: ClassVar[dict[str, Callable[[], Screen[Any]]]] = {
         "tokens": TokensScreen,
         "leases": LeasesScreen,
         "outboxes": OutboxesScreen,
     }
-    DEFAULT_MODE = "tokens"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("t", "show('tokens')", "Tokens"),
         Binding("l", "show('leases')", "Leases"),
@@ -86,6 +87,7 @@ class ConsoleApp(App[None]):
         """Apply the saved theme, show start-up notices, and poll the control plane."""
         if self.settings.theme and self.settings.theme in self.available_themes:
             self.theme = self.settings.theme
+        self.push_screen("tokens")
         for notice in self._notices:
             self.notify(notice, severity="warning", timeout=8)
         self.poll_plane()
@@ -145,12 +147,13 @@ class ConsoleApp(App[None]):
 
     # ------------------------------------------------------------------ actions
 
-    def action_show(self, mode: str) -> None:
-        """Switch to the screen of `mode`."""
-        if self.current_mode != mode:
-            self.switch_mode(mode)
-        elif len(self.screen_stack) > 1:
-            self.screen.dismiss()
+    def action_show(self, name: str) -> None:
+        """Go to the main screen `name` (tokens, leases, outboxes), closing what is above."""
+        # The stack is [default, main screen, token screens and modals ...].
+        while len(self.screen_stack) > 2:
+            self.pop_screen()
+        if self.screen is not self.get_screen(name):
+            self.switch_screen(name)
 
     def action_help(self) -> None:
         """Open the keys of the current screen."""
