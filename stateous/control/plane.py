@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from sqlalchemy import Connection
@@ -11,7 +11,9 @@ from sqlalchemy import Connection
 from stateous.control.clock import Clock, SystemClock
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import NotServing
+from stateous.control.metrics import Metrics
 from stateous.control.store.db import Store
+from stateous.control.wakeups import Wakeups
 
 T = TypeVar("T")
 
@@ -24,6 +26,8 @@ class Plane:
     config: EngineConfig
     clock: Clock
     serving: bool = True
+    wakeups: Wakeups = field(default_factory=Wakeups)
+    metrics: Metrics = field(default_factory=Metrics)
 
     @classmethod
     def of(cls, store: Store, config: EngineConfig, clock: Clock | None = None) -> Plane:
@@ -39,4 +43,8 @@ class Plane:
         """Run `work` in one transaction (a deadlock reruns it once); `not_serving` after a takeover."""
         if not self.serving:
             raise NotServing()
-        return self.store.run(call, work)
+        result = self.store.run(call, work)
+        # After the commit: wake long-poll claims (spec 70 §2) and count the clock's work.
+        self.wakeups.after_commit(call)
+        self.metrics.after_commit(call, result)
+        return result

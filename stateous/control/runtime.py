@@ -107,9 +107,18 @@ def record_structure(store: Store, graph: Graph) -> None:
 class _Server(uvicorn.Server):
     """uvicorn without its own signal handling: `serve` decides what a signal does."""
 
+    #: Called as the shutdown begins: releases long-poll claims (spec 70 §2) so they answer now.
+    on_shutdown: Callable[[], None] | None = None
+
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def shutdown(self, sockets: list[Any] | None = None) -> None:
+        """Release the waiting claims, then uvicorn's own graceful shutdown."""
+        if self.on_shutdown is not None:
+            self.on_shutdown()
+        await super().shutdown(sockets)
 
 
 class ControlPlane:
@@ -127,6 +136,7 @@ class ControlPlane:
             timeout_graceful_shutdown=int(settings.stop_wait), server_header=False,
         )  # fmt: skip
         self.server = _Server(config)
+        self.server.on_shutdown = plane.wakeups.close
 
     async def clock(self) -> None:
         """The clock (stateous.control.ticker): the hold, lease expiry, timers; every tick."""
@@ -137,6 +147,7 @@ class ControlPlane:
         """Another control plane took the database (the clock logged it): refuse requests, stop."""
         self.lost = True
         self.plane.serving = False
+        self.plane.wakeups.close()
         self.server.should_exit = True
 
     def on_signal(self, *_args: Any) -> None:

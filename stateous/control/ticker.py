@@ -107,7 +107,7 @@ class Ticker:
         """The one read, then each item in its own transaction. Answers (done, failed)."""
         clock = self.plane.clock
         try:
-            ids = self.plane.store.run("clock", lambda conn: read(conn, clock))
+            ids = self.plane.run("clock", lambda conn: read(conn, clock))
         except Exception as exc:
             self._failed(exc)
             return 0, 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from anyio import to_thread
@@ -12,7 +13,8 @@ from litestar import Litestar, Request, Response, get, post, put
 from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException
 from sqlalchemy import Connection
 
-from stateous.control.api import bodies
+from stateous.control.api import bodies, longpoll
+from stateous.control.api.metrics import MetricsMiddleware, metrics_route
 from stateous.control.engine import reads
 from stateous.control.engine.cancel import cancel
 from stateous.control.engine.claim import claim
@@ -167,17 +169,26 @@ async def health(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 @post("/tasks/claim", status_code=200)
 async def claim_task(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """Claim a task: a grant, or `204`."""
-    supervisor, states, request_id = bodies.claim_args(await read_body(request))
+    """Claim a task: a grant, or `204`; with `wait`, hold the request until one is queued."""
+    body = await read_body(request)
+    supervisor, states, request_id = bodies.claim_args(body)
+    wait = longpoll.wait_arg(body)
     plane = plane_of(request)
     if not states and request_id is None:
         plane.check_serving()
         return no_content()
-    granted = await run(
-        request,
-        "claim",
-        lambda conn: claim(conn, plane.clock, plane.config, supervisor, states, request_id),
-    )
+
+    async def attempt() -> Any:
+        return await run(
+            request,
+            "claim",
+            lambda conn: claim(conn, plane.clock, plane.config, supervisor, states, request_id),
+        )
+
+    if not states:
+        wait = 0.0  # no task can be queued for no state: nothing to wait for
+    gone = partial(longpoll.until_disconnect, request.receive)
+    granted = await longpoll.claim_waiting(plane.wakeups, wait, attempt, gone)
     return no_content() if granted is None else answer(granted)
 
 
@@ -268,6 +279,7 @@ def unexpected_answer(request: Request[Any, Any, Any], exc: Exception) -> Respon
 ROUTES = [
     start_token, list_tokens, get_token, token_history, fire_event, pause_token, resume_token,
     cancel_token, workflow, health, claim_task, heartbeat_tasks, report_task, note_task, memory_task,
+    metrics_route,
 ]  # fmt: skip
 
 
@@ -275,6 +287,7 @@ def create_app(plane: Plane) -> Litestar:
     """The Litestar application over one control plane."""
     app = Litestar(
         route_handlers=ROUTES,
+        middleware=[MetricsMiddleware()],
         exception_handlers={
             Refusal: refusal_answer,
             HTTPException: http_answer,

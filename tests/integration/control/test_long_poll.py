@@ -200,3 +200,6 @@ def test_shutdown_releases_waiting_claims(
             assert claim.result(timeout=10).status_code == 204
             assert claim.answered - stopped < 5
         assert time.monotonic() - stopped < 10
+        for pipe in (served.process.stdout, served.process.stderr):
+            if pipe is not None:
+                pipe.close()

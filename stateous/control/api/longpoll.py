@@ -1,0 +1,80 @@
+"""Long-poll claims (spec 70 §2): the `wait` field of `POST /tasks/claim` and the waiting loop.
+
+Each try is the ordinary claim of spec 30 §3.3, one short transaction; between tries the request
+sleeps on `Wakeups` with no transaction, connection or lock held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from stateous.control.errors import invalid
+from stateous.control.wakeups import Wakeups
+
+__all__ = ["MAX_WAIT", "claim_waiting", "wait_arg"]
+
+MAX_WAIT = 60.0
+"""The longest wait a claim may ask for, in seconds."""
+
+
+def wait_arg(body: Mapping[str, Any]) -> float:
+    """`wait`: seconds from 0 to 60, default 0 (absent or null); anything else `invalid_body`."""
+    value = body.get("wait")
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_WAIT:
+        raise invalid("invalid_body", "'wait' is a number of seconds from 0 to 60")
+    return float(value)
+
+
+async def claim_waiting[T](
+    wakeups: Wakeups,
+    wait: float,
+    attempt: Callable[[], Awaitable[T | None]],
+    gone: Callable[[], Awaitable[Any]] | None = None,
+) -> T | None:
+    """Claim at once; with nothing to claim, try again on each wake-up until `wait` ends.
+
+    `attempt` runs one claim transaction (None: no task). `gone` resolves when the caller hung
+    up: the wait then ends with nothing, so no task is granted to a closed connection.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    hangup: asyncio.Future[Any] | None = None
+    try:
+        while True:
+            seen = wakeups.generation
+            granted = await attempt()
+            if granted is not None:
+                return granted
+            remaining = deadline - loop.time()
+            if remaining <= 0 or wakeups.closed:
+                return None
+            if gone is not None and hangup is None:
+                hangup = asyncio.ensure_future(gone())
+            sleep = asyncio.ensure_future(wakeups.wait(seen, remaining))
+            waited = {sleep} if hangup is None else {sleep, hangup}
+            done, _ = await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
+            if sleep not in done:
+                sleep.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sleep
+                return None
+            if wakeups.closed:
+                return None
+    finally:
+        if hangup is not None and not hangup.done():
+            hangup.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await hangup
+
+
+async def until_disconnect(receive: Callable[[], Awaitable[Mapping[str, Any]]]) -> None:
+    """Resolve when the ASGI connection reports `http.disconnect` (the body was read before)."""
+    while True:
+        message = await receive()
+        if message.get("type") == "http.disconnect":
+            return

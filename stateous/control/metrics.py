@@ -1,0 +1,187 @@
+"""The control plane's figures for `GET /metrics` (spec 70 §3), on a registry of its own.
+
+Counters and the latency histogram are kept as requests and clock work happen; the figures
+about rows (tokens and tasks by status, the queue) are read from the database when scraped,
+in one short read transaction, so they are right after a restart too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from sqlalchemy import Connection, func, select
+
+from stateous.control.store import tables as t
+from stateous.model.wire import TOKEN_STATUSES
+
+__all__ = ["CONTENT_TYPE", "Figures", "Metrics", "read_figures"]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+"""The media type of the Prometheus text exposition format."""
+
+TASK_STATUSES = ("queued", "claimed", "waiting", "done", "failed", "cancelled")
+
+# Request latencies of a workflow engine's API: from a fraction of a millisecond (a claim that
+# finds nothing) to the 60 seconds of the longest long-poll claim.
+LATENCY_BUCKETS = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What the database holds now: counts by status and the queue."""
+
+    tokens: dict[str, int]
+    tasks: dict[str, int]
+    queued: dict[str, int]
+    oldest_queued_at: datetime | None
+
+
+def read_figures(conn: Connection) -> Figures:
+    """Count tokens and tasks by status, and the queued tasks per served state name."""
+    tokens = dict.fromkeys(TOKEN_STATUSES, 0)
+    for status, count in conn.execute(
+        select(t.tokens.c.status, func.count()).group_by(t.tokens.c.status)
+    ):
+        tokens[status] = count
+    tasks = dict.fromkeys(TASK_STATUSES, 0)
+    for status, count in conn.execute(
+        select(t.tasks.c.status, func.count()).group_by(t.tasks.c.status)
+    ):
+        tasks[status] = count
+    queued: dict[str, int] = {}
+    joined = t.tasks.join(t.tokens, t.tokens.c.token == t.tasks.c.token)
+    rows = conn.execute(
+        select(t.tokens.c.workflow, t.tasks.c.state, func.count())
+        .select_from(joined)
+        .where(t.tasks.c.status == "queued")
+        .group_by(t.tokens.c.workflow, t.tasks.c.state)
+    )
+    for workflow, state, count in rows:
+        queued[state if workflow is None else f"{workflow}/{state}"] = count
+    oldest = conn.execute(
+        select(func.min(t.tasks.c.queued_at)).where(t.tasks.c.status == "queued")
+    ).scalar()
+    return Figures(tokens, tasks, queued, oldest)
+
+
+class _RowFigures(Collector):
+    """Reads the figures about rows at scrape time (through `read`, one transaction)."""
+
+    def __init__(self, read: Callable[[], Figures | None], now: Callable[[], datetime]) -> None:
+        self._read = read
+        self._now = now
+
+    def describe(self) -> list[Metric]:
+        # No figures at registration: the database is read only when scraped.
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        figures = self._read()
+        if figures is None:
+            return
+        tokens = GaugeMetricFamily("stateous_tokens", "Tokens by status.", labels=["status"])
+        for status, count in figures.tokens.items():
+            tokens.add_metric([status], count)
+        yield tokens
+        tasks = GaugeMetricFamily("stateous_tasks", "Tasks by status.", labels=["status"])
+        for status, count in figures.tasks.items():
+            tasks.add_metric([status], count)
+        yield tasks
+        queued = GaugeMetricFamily(
+            "stateous_queued_tasks", "Queued tasks per state.", labels=["state"]
+        )
+        for state, count in sorted(figures.queued.items()):
+            queued.add_metric([state], count)
+        yield queued
+        age = 0.0
+        if figures.oldest_queued_at is not None:
+            age = max(0.0, (self._now() - figures.oldest_queued_at).total_seconds())
+        yield GaugeMetricFamily(
+            "stateous_oldest_queued_age_seconds",
+            "Age of the oldest queued task (0 when none is queued).",
+            value=age,
+        )
+
+
+@dataclass
+class Metrics:
+    """The figures of one control plane, on its own registry (never the global one)."""
+
+    registry: CollectorRegistry = field(
+        default_factory=lambda: CollectorRegistry(auto_describe=False)
+    )
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        self.claims = Counter(
+            "stateous_claims", "Claims answered, by result.", ["result"], registry=r
+        )
+        self.reports = Counter("stateous_reports", "Reports accepted.", registry=r)
+        self.refusals = Counter(
+            "stateous_refusals", "Requests refused, by refusal code.", ["code"], registry=r
+        )
+        self.latency = Histogram(
+            "stateous_request_duration_seconds",
+            "Time to answer a request, by route.",
+            ["method", "route"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.lease_expiries = Counter(
+            "stateous_lease_expiries", "Leases the clock ended.", registry=r
+        )
+        self.timers_fired = Counter("stateous_timers_fired", "Timers the clock fired.", registry=r)
+        self.last_tick = Gauge(
+            "stateous_clock_last_tick_timestamp_seconds",
+            "When the clock last ticked (Unix time; 0 before the first tick).",
+            registry=r,
+        )
+        self.waiting_claims = Gauge(
+            "stateous_waiting_claims", "Long-poll claims waiting now.", registry=r
+        )
+        self._rows: _RowFigures | None = None
+
+    def read_rows_with(
+        self, read: Callable[[], Figures | None], now: Callable[[], datetime]
+    ) -> None:
+        """Register the scrape-time reader of the row figures (once per control plane)."""
+        if self._rows is None:
+            self._rows = _RowFigures(read, now)
+            self.registry.register(self._rows)
+
+    def after_commit(self, call: str, result: Any) -> None:
+        """Count the clock's work: `lease expiry` and `timer` calls that did something."""
+        if call == "clock":
+            self.last_tick.set(time.time())
+        elif call == "lease expiry" and result:
+            self.lease_expiries.inc()
+        elif call == "timer" and result:
+            self.timers_fired.inc()
+
+    def observe(
+        self, method: str, route: str, status: int, code: str | None, seconds: float
+    ) -> None:
+        """Count one answered request."""
+        self.latency.labels(method, route).observe(seconds)
+        if code is not None:
+            self.refusals.labels(code).inc()
+        if route == "/tasks/claim":
+            if status == 200:
+                self.claims.labels("granted").inc()
+            elif status == 204:
+                self.claims.labels("empty").inc()
+        elif route == "/tasks/{task:str}/report" and status == 200:
+            self.reports.inc()
+
+    def exposition(self) -> bytes:
+        """The registry in the Prometheus text format."""
+        return generate_latest(self.registry)

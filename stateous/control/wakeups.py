@@ -1,0 +1,95 @@
+"""In-process wake-ups for long-poll claims (spec 70 §2).
+
+A claim that waits holds no transaction and no lock: it remembers the `generation` it saw, runs
+its claim transaction, and if that found nothing it sleeps until the generation moves on (a
+transaction that may have queued a task committed), its wait ends, or the control plane shuts
+down. Reading the generation *before* the claim's transaction means a task queued between that
+transaction and the sleep is never missed: the sleep then returns at once.
+
+The control plane serves one database and is its only writer of tasks (spec 20 §2.3), so
+wake-ups inside this process see every queued task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+
+__all__ = ["QUEUING_CALLS", "Wakeups"]
+
+#: The engine calls whose transaction can queue a task or make a queued one claimable: a start,
+#: a fire, a report, a resume (a paused token's tasks become claimable), a cancel (a parent
+#: moves on when its children end), a lease that ends (a retry) and a timer that fires.
+QUEUING_CALLS = frozenset({"start", "fire", "report", "resume", "cancel", "lease expiry", "timer"})
+
+
+class Wakeups:
+    """Wakes waiting claims after a commit that may have queued a task; thread-safe.
+
+    `notify()` runs in the worker thread that committed; waiters sleep on the event loop.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._closed = False
+        self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
+
+    @property
+    def generation(self) -> int:
+        """A number that grows with every notification; read it before a claim's transaction."""
+        return self._generation
+
+    @property
+    def closed(self) -> bool:
+        """Whether the control plane is shutting down: claims no longer wait."""
+        return self._closed
+
+    @property
+    def waiting(self) -> int:
+        """How many claims wait now."""
+        return len(self._waiters)
+
+    def after_commit(self, call: str) -> None:
+        """Notify when the committed transaction of `call` may have queued a task."""
+        if call in QUEUING_CALLS:
+            self.notify()
+
+    def notify(self) -> None:
+        """Wake every waiting claim (from any thread)."""
+        with self._lock:
+            self._generation += 1
+            waiters, self._waiters = self._waiters, set()
+        for loop, future in waiters:
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits there now
+                loop.call_soon_threadsafe(_settle, future)
+
+    def close(self) -> None:
+        """Release every waiting claim now and let none wait again (shutdown, takeover)."""
+        self._closed = True
+        self.notify()
+
+    async def wait(self, seen: int, timeout: float) -> None:
+        """Sleep until the generation moves past `seen`, `timeout` seconds pass, or `close()`."""
+        if timeout <= 0:
+            return
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        entry = (loop, future)
+        with self._lock:
+            if self._closed or self._generation != seen:
+                return
+            self._waiters.add(entry)
+        try:
+            await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            pass
+        finally:
+            with self._lock:
+                self._waiters.discard(entry)
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
