@@ -29,10 +29,12 @@ from stateous.control.settings import DEFAULT_DB_URL, DEFAULT_LISTEN, Settings
 )
 def serve_command(graph: Path, db_url: str, listen: str, supervise: Path | None) -> None:
     """Serve the graph file GRAPH: the HTTP API, the database and the clock."""
+    from stateous.control.knobs import with_env_knobs
     from stateous.control.runtime import run_control_plane, setup_logging
 
     setup_logging()
-    settings = Settings(graph_path=graph, db_url=db_url, listen=listen)
+    # The spec's durations, unless a test shortened them (stateous.control.knobs).
+    settings = with_env_knobs(Settings(graph_path=graph, db_url=db_url, listen=listen))
     extra = None
     if supervise is not None:
         extra = embedded_supervisor(supervise)
