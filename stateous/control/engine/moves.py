@@ -58,11 +58,27 @@ def create_token(
         token=token_id, state=START, status="active", visit=0, context=context,
         entered_at=tx.now, parent=parent, workflow=body.name if parent is not None else None,
     )  # fmt: skip
-    q.insert_token(tx.conn, token)
     tx.write(token_id, "event_accepted", {"event": STARTED, "payload": None, "state": START})
+    target = body.states.get(transition.target)
+    if target is not None and not target.is_parallel:
+        # The common start: the row is inserted once, already in its first state.
+        token = replace(token, state=target.name, visit=1)
+        q.insert_token(tx.conn, token)
+        return _enter_new(tx, token, target.name, target.timeout_seconds)
+    q.insert_token(tx.conn, token)
     if transition.target == END:
         return end_token(tx, token, "completed", {})
     return enter(tx, body, token, transition.target)
+
+
+def _enter_new(tx: Tx, token: TokenRecord, state: str, timeout: int | None) -> TokenRecord:
+    """Enter the first state of a new token (visit 1), whose row already holds it."""
+    tx.write(token.token, "entered", {"state": state, "visit": 1})
+    task = q.insert_task(tx.conn, token.token, state, 1, tx.now)
+    tx.write(token.token, "task_queued", {"task": task, "state": state})
+    if timeout is not None:
+        set_timer(tx, token, "timeout", None, timeout, "timeout")
+    return token
 
 
 def set_timer(

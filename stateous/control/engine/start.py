@@ -44,7 +44,7 @@ def start(
     tx = Tx.open(conn, clock, config)
     # Lock first, so that two starts of one id take turns and the second sees the first.
     tx.lock_id(token_id)
-    existing = q.get_token(conn, token_id)
+    existing, other = q.token_any_case(conn, token_id)
     if existing is not None:
         return Started(existing, created=False)
     if not TOKEN_ID.fullmatch(token_id):
@@ -52,7 +52,6 @@ def start(
             "invalid_token_id",
             "a token id is a letter or digit, then up to 127 letters, digits, '.', '_' or '-'",
         )
-    other = q.token_folded(conn, token_id)
     if other is not None:
         raise invalid(
             "invalid_token_id",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, and_, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, Row, and_, bindparam, delete, func, insert, or_, select, update
 
 from stateous.control.store.tables import (
     claims,
@@ -108,10 +108,31 @@ class ControlPlaneRecord:
 # --- tokens ---------------------------------------------------------------------------------
 
 
+# Hot statements are built once: SQLAlchemy then only binds parameters.
+_GET_TOKEN = select(tokens).where(tokens.c.token == bindparam("t"))
+_ANY_CASE = select(tokens).where(func.lower(tokens.c.token) == func.lower(bindparam("t"))).limit(2)
+_INSERT_TOKEN = insert(tokens)
+_LAST_SEQ = select(func.max(ledger.c.seq)).where(ledger.c.token == bindparam("t"))
+_INSERT_LEDGER = insert(ledger)
+_INSERT_TASK = insert(tasks).returning(tasks.c.id)
+
+
 def get_token(conn: Connection, token: str) -> TokenRecord | None:
     """The token with exactly this id, or None."""
-    row = conn.execute(select(tokens).where(tokens.c.token == token)).first()
+    row = conn.execute(_GET_TOKEN, {"t": token}).first()
     return TokenRecord.from_row(row) if row else None
+
+
+def token_any_case(conn: Connection, token: str) -> tuple[TokenRecord | None, str | None]:
+    """(the token with exactly this id, the id of another equal to it ignoring case) in one read."""
+    exact, other = None, None
+    for row in conn.execute(_ANY_CASE, {"t": token}):
+        record = TokenRecord.from_row(row)
+        if record.token == token:
+            exact = record
+        else:
+            other = record.token
+    return exact, other
 
 
 def token_folded(conn: Connection, token: str) -> str | None:
@@ -122,7 +143,7 @@ def token_folded(conn: Connection, token: str) -> str | None:
 
 def insert_token(conn: Connection, record: TokenRecord) -> None:
     """Insert a new token row."""
-    conn.execute(insert(tokens).values(**record.__dict__))
+    conn.execute(_INSERT_TOKEN, record.__dict__)
 
 
 def update_token(conn: Connection, token: str, **values: Any) -> None:
@@ -160,14 +181,13 @@ def count_live(conn: Connection) -> int:
 
 def last_seq(conn: Connection, token: str) -> int:
     """The highest seq of a token's ledger (0 when empty)."""
-    query = select(func.max(ledger.c.seq)).where(ledger.c.token == token)
-    return int(conn.execute(query).scalar() or 0)
+    return int(conn.execute(_LAST_SEQ, {"t": token}).scalar() or 0)
 
 
 def insert_ledger(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
     """Append ledger rows (already numbered)."""
     if rows:
-        conn.execute(insert(ledger), list(rows))
+        conn.execute(_INSERT_LEDGER, list(rows))
 
 
 def key_used(conn: Connection, token: str, key: str) -> bool:
@@ -199,8 +219,7 @@ def last_of_kind(conn: Connection, token: str, kind: str) -> LedgerRecord | None
 def insert_task(conn: Connection, token: str, state: str, visit: int, now: datetime) -> int:
     """Queue a task (attempt 0) and answer its id."""
     values = {"token": token, "state": state, "visit": visit, "status": "queued", "attempt": 0}
-    result = conn.execute(insert(tasks).values(**values, queued_at=now).returning(tasks.c.id))
-    return int(result.scalar_one())
+    return int(conn.execute(_INSERT_TASK, {**values, "queued_at": now}).scalar_one())
 
 
 def get_task(conn: Connection, task_id: int) -> TaskRecord | None:
