@@ -208,10 +208,10 @@ async def run_control_plane(
             "authentication; put a proxy or a VPN in front of it",
             file=sys.stderr,
         )
-    print(f"serving on {url} (Ctrl-C stops)", file=sys.stderr, flush=True)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, running.on_signal)
+    print(f"serving on {url} (Ctrl-C stops)", file=sys.stderr, flush=True)
     try:
         code = await running.serve(sock, extra)
     finally:

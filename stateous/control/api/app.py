@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from anyio import to_thread
 from litestar import Litestar, Request, Response, get, post, put
 from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException
+from litestar.params import FromPath
 from sqlalchemy import Connection
 
 from stateous.control.api import bodies, longpoll
@@ -62,11 +63,15 @@ async def read_body(request: Request[Any, Any, Any]) -> dict[str, Any]:
     return bodies.parse_body(await request.body())
 
 
-def task_id_of(segment: str, path: str) -> int:
-    """A task id path segment: digits only (else no route); above 2^63-1 no such task."""
+def task_segment(segment: str, path: str) -> int:
+    """A task id path segment: digits only, else no route matches (`404 not_found`)."""
     if not bodies.DIGITS.fullmatch(segment):
         raise Refusal("not_found", f"this API has no {path}", 404)
-    value = int(segment)
+    return int(segment)
+
+
+def known_id(value: int) -> int:
+    """A task id above 2^63-1 names no task (after the body checks, like any unknown task)."""
     if value > bodies.MAX_ID:
         raise Refusal("task_not_found", f"there is no task {value}", 404)
     return value
@@ -98,19 +103,32 @@ async def list_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 
 @get("/tokens/{token_id:str}")
-async def get_token(request: Request[Any, Any, Any], token_id: str) -> Response[bytes]:
+async def get_token(request: Request[Any, Any, Any], token_id: FromPath[str]) -> Response[bytes]:
     """One token."""
     return answer(await run(request, "token", lambda conn: reads.read_token(conn, token_id)))
 
 
 @get("/tokens/{token_id:str}/history")
-async def token_history(request: Request[Any, Any, Any], token_id: str) -> Response[bytes]:
-    """A token's ledger."""
+async def token_history(
+    request: Request[Any, Any, Any], token_id: FromPath[str]
+) -> Response[bytes]:
+    """A token's ledger; with `after=SEQ` only the entries after it (spec 70 §1)."""
+    from stateous.control.api import operator  # imports this module: loaded on first use
+
+    after = operator.after_arg(request.query_params.get("after"))
+    if after is not None:
+        return answer(
+            await run(
+                request, "history", lambda conn: operator.history_after(conn, token_id, after)
+            )
+        )
     return answer(await run(request, "history", lambda conn: reads.history(conn, token_id)))
 
 
 @post("/tokens/{token_id:str}/events/{event:str}", status_code=200)
-async def fire_event(request: Request[Any, Any, Any], token_id: str, event: str) -> Response[bytes]:
+async def fire_event(
+    request: Request[Any, Any, Any], token_id: FromPath[str], event: FromPath[str]
+) -> Response[bytes]:
     """Fire an event from outside."""
     body = await read_body(request)
     key = request.headers.get("idempotency-key")
@@ -128,7 +146,7 @@ async def fire_event(request: Request[Any, Any, Any], token_id: str, event: str)
 
 
 def _steer_route(path: str, name: str, work: Callable[..., Any]) -> Any:
-    async def steer(request: Request[Any, Any, Any], token_id: str) -> Response[bytes]:
+    async def steer(request: Request[Any, Any, Any], token_id: FromPath[str]) -> Response[bytes]:
         plane = plane_of(request)
         token = await run(
             request, name, lambda conn: work(conn, plane.clock, plane.config, token_id)
@@ -206,10 +224,11 @@ async def heartbeat_tasks(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 
 @post("/tasks/{task:str}/report", status_code=200)
-async def report_task(request: Request[Any, Any, Any], task: str) -> Response[bytes]:
+async def report_task(request: Request[Any, Any, Any], task: FromPath[str]) -> Response[bytes]:
     """Report a task's outcome."""
+    segment = task_segment(task, request.url.path)
     outcome = bodies.report_args(await read_body(request))
-    task_id = task_id_of(task, request.url.path)
+    task_id = known_id(segment)
     plane = plane_of(request)
     token = await run(
         request, "report", lambda conn: report(conn, plane.clock, plane.config, task_id, outcome)
@@ -218,10 +237,11 @@ async def report_task(request: Request[Any, Any, Any], task: str) -> Response[by
 
 
 @post("/tasks/{task:str}/note", status_code=200)
-async def note_task(request: Request[Any, Any, Any], task: str) -> Response[bytes]:
+async def note_task(request: Request[Any, Any, Any], task: FromPath[str]) -> Response[bytes]:
     """A note on a task."""
+    segment = task_segment(task, request.url.path)
     text, attempt = bodies.note_args(await read_body(request))
-    task_id = task_id_of(task, request.url.path)
+    task_id = known_id(segment)
     plane = plane_of(request)
     await run(
         request, "note", lambda conn: note(conn, plane.clock, plane.config, task_id, text, attempt)
@@ -230,10 +250,11 @@ async def note_task(request: Request[Any, Any, Any], task: str) -> Response[byte
 
 
 @put("/tasks/{task:str}/memory", status_code=200)
-async def memory_task(request: Request[Any, Any, Any], task: str) -> Response[bytes]:
+async def memory_task(request: Request[Any, Any, Any], task: FromPath[str]) -> Response[bytes]:
     """Write one memory key of the task's state."""
+    segment = task_segment(task, request.url.path)
     key, value, attempt = bodies.memory_args(await read_body(request))
-    task_id = task_id_of(task, request.url.path)
+    task_id = known_id(segment)
     plane = plane_of(request)
     await run(
         request,
@@ -285,8 +306,10 @@ ROUTES = [
 
 def create_app(plane: Plane) -> Litestar:
     """The Litestar application over one control plane."""
+    from stateous.control.api import operator  # the operators' read routes (spec 70 §1)
+
     app = Litestar(
-        route_handlers=ROUTES,
+        route_handlers=[*ROUTES, *operator.ROUTES],
         middleware=[MetricsMiddleware()],
         exception_handlers={
             Refusal: refusal_answer,
