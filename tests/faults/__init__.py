@@ -1,0 +1,1 @@
+"""The fault-injection suite: real processes under crashes, cut connections and database faults."""
