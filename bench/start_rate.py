@@ -1,29 +1,26 @@
-"""Sequential `POST /tokens` per second against a running `stateous serve` on SQLite.
+"""`POST /tokens` per second against a real `stateous serve`: sequential and concurrent.
 
-Starts `stateous serve` (the orders starter, a fresh SQLite file in a temporary folder) as a real
-process, warms up, then starts tokens one after another over one keep-alive connection and
-prints one JSON line. Usage: `python bench/start_rate.py [--tokens N] [--url URL]`.
+Starts `stateous serve` (the orders starter, a fresh database in a temporary folder) as a real
+process with no supervisor, warms up, then starts tokens one after another over one keep-alive
+connection (sequential), then with 8 connections at once (concurrent), and prints one JSON line.
+Usage: `python bench/start_rate.py [--tokens N] [--db sqlite|postgres] [--url URL]`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tests.support.graphs import ORDERS, write_graph  # noqa: E402  # after the path is set
-from tests.support.serve import serve_process  # noqa: E402
+import common  # after the path is set
 
 
-def measure(url: str, count: int, prefix: str) -> float:
+def sequential(url: str, count: int, prefix: str) -> float:
     """Start `count` tokens one after another; answer the seconds taken."""
     with httpx.Client(base_url=url, timeout=30) as http:
         for n in range(50):
@@ -38,30 +35,36 @@ def measure(url: str, count: int, prefix: str) -> float:
         return time.perf_counter() - began
 
 
+def measure(url: str, count: int, prefix: str) -> dict[str, float]:
+    """Both figures against one control plane."""
+    seq = sequential(url, count, prefix + "S")
+    conc = common.start_tokens(url, [f"{prefix}C-{n}" for n in range(count)], concurrency=8)
+    return {
+        "sequential_seconds": round(seq, 3),
+        "sequential_starts_per_second": round(count / seq, 1),
+        "concurrent_seconds": round(conc, 3),
+        "concurrent_starts_per_second": round(count / conc, 1),
+    }
+
+
 def main() -> None:
     """Run the benchmark and print one JSON line."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tokens", type=int, default=3000)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=2000)
+    parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument(
         "--url", default=None, help="an already running serve (its database is used as is)"
     )
     args = parser.parse_args()
     if args.url:
-        seconds = measure(args.url, args.tokens, f"B{int(time.time())}")
+        figures = measure(args.url, args.tokens, f"B{int(time.time())}")
     else:
-        with tempfile.TemporaryDirectory() as folder:
-            graph = write_graph(Path(folder), ORDERS)
-            db = f"sqlite:///{Path(folder) / 'bench.db'}"
-            with serve_process(graph, db, cwd=Path(folder)) as served:
-                seconds = measure(served.url, args.tokens, "B")
-    line = {
-        "bench": "start_rate",
-        "database": "sqlite",
-        "tokens": args.tokens,
-        "seconds": round(seconds, 3),
-        "starts_per_second": round(args.tokens / seconds, 1),
-    }
-    print(json.dumps(line))
+        with common.fresh_folder() as folder, common.database(args.db, folder) as db_url:
+            common.prepare(folder, supervisors=0)
+            serve = common.start_serve(folder, db_url)
+            with common.stopping(serve):
+                figures = measure(serve.url, args.tokens, "B")
+    common.emit({"bench": "start_rate", "database": args.db, "tokens": args.tokens, **figures})
 
 
 if __name__ == "__main__":

@@ -1,0 +1,347 @@
+"""What every benchmark shares: a fresh folder with the `orders` starter and its supervisor,
+real `stateous serve` and `stateous supervise` processes, token starts over HTTP, and reading
+the results from the database's ledger (so a figure never depends on a polling interval).
+
+Each script prints exactly one JSON line on stdout; the processes' logs go to files in the
+temporary folder, which is removed at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import Engine
+
+ROOT = Path(__file__).resolve().parents[1]
+
+DRAFT_ROUTINE = """\
+from stateous import on_state
+from contract import ItemContext, events, states
+
+
+@on_state(states.draft)
+def draft(ctx: ItemContext) -> events.submitted:
+    return events.submitted()
+"""
+"""A `draft` routine that returns at once (an `async def` would be just as quick)."""
+
+REVIEW_ROUTINE = """\
+from stateous import on_state
+from contract import ItemContext, Verdict, events, states
+
+
+@on_state(states.review)
+def review(ctx: ItemContext) -> events.reviewed:
+    return events.reviewed(Verdict(approved=True))
+"""
+"""A `review` routine that approves at once: every token completes after two tasks."""
+
+PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=test"
+PG_URL = "postgresql://postgres@127.0.0.1:5432/{name}"
+
+
+def stateous(*args: str) -> list[str]:
+    """The argv of a `stateous` command with this Python."""
+    return [sys.executable, "-m", "stateous", *args]
+
+
+def child_env() -> dict[str, str]:
+    """The environment of the child processes: unbuffered, no colour."""
+    return {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"}
+
+
+def machine() -> dict[str, Any]:
+    """The machine a figure ran on, and its load just now."""
+    model = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": model,
+        "python": sys.version.split()[0],
+        "load": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def emit(line: dict[str, Any]) -> None:
+    """Print the benchmark's one JSON line (with the machine and its load)."""
+    print(json.dumps({**line, "machine": machine()}), flush=True)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """The nearest-rank percentile of `values` (0 for none)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(fraction * len(ordered) + 0.5) - 1))
+    return ordered[index]
+
+
+# ------------------------------------------------------------------------------ the folder
+
+
+def prepare(folder: Path, tasks: int = 16, supervisors: int = 1) -> list[Path]:
+    """Write the `orders` starter, compile it, and `supervisors` supervisor folders."""
+    run_step(folder, "init", "workflow", "orders")
+    made = []
+    for n in range(supervisors):
+        name = f"sup-{n + 1}"
+        run_step(folder, "init", "supervisor", "orders/flow.py", name)
+        sup = folder / name
+        (sup / "draft.py").write_text(DRAFT_ROUTINE, encoding="utf-8")
+        (sup / "review.py").write_text(REVIEW_ROUTINE, encoding="utf-8")
+        made.append(sup)
+    return made
+
+
+def configure(supervisor: Path, url: str, tasks: int) -> None:
+    """Point a supervisor folder at `url`, with `tasks` routines at once and its own name."""
+    (supervisor / "stateous.yaml").write_text(
+        f'url: "{url}"\ntasks: {tasks}\nname: {supervisor.name}\n', encoding="utf-8"
+    )
+
+
+def run_step(folder: Path, *args: str) -> None:
+    """Run one `stateous` command in `folder`, or exit with its last words."""
+    done = subprocess.run(
+        stateous(*args), cwd=folder, capture_output=True, text=True, env=child_env()
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
+        raise SystemExit(f"error: `stateous {' '.join(args)}` failed: {last}")
+
+
+# ------------------------------------------------------------------------------ databases
+
+
+@contextlib.contextmanager
+def database(kind: str, folder: Path) -> Iterator[str]:
+    """A fresh database URL: a SQLite file in `folder`, or a new Postgres database."""
+    if kind == "sqlite":
+        yield f"sqlite:///{folder / 'stateous.db'}"
+        return
+    name = f"stateous_bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield PG_URL.format(name=name)
+    finally:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def reader(db_url: str) -> Engine:
+    """An engine that reads the benchmark's database (SQLite reads never block the writer)."""
+    if db_url.startswith("postgresql://"):
+        db_url = "postgresql+psycopg://" + db_url.removeprefix("postgresql://")
+    return create_engine(db_url, pool_size=1) if "postgresql" in db_url else create_engine(db_url)
+
+
+def count_completed(engine: Engine, prefix: str) -> int:
+    """How many tokens whose id starts with `prefix` completed."""
+    with engine.connect() as conn:
+        return int(
+            conn.execute(
+                text("SELECT count(*) FROM tokens WHERE status = 'completed' AND token LIKE :p"),
+                {"p": prefix + "%"},
+            ).scalar_one()
+        )
+
+
+def spans(engine: Engine, prefix: str) -> dict[str, tuple[datetime, datetime]]:
+    """Per completed token: the `at` of its `started` and of its `completed` ledger rows (UTC)."""
+    query = text(
+        "SELECT token, kind, at FROM ledger WHERE token LIKE :p AND kind IN ('started', 'completed')"
+    )
+    found: dict[str, dict[str, datetime]] = {}
+    with engine.connect() as conn:
+        for token, kind, at in conn.execute(query, {"p": prefix + "%"}):
+            if isinstance(at, str):
+                at = datetime.fromisoformat(at)
+            found.setdefault(token, {})[kind] = at.replace(tzinfo=UTC)
+    return {t: (k["started"], k["completed"]) for t, k in found.items() if len(k) == 2}
+
+
+# ------------------------------------------------------------------------------ processes
+
+
+@dataclass
+class Process:
+    """A child `stateous` process, its log file, and its peak resident memory."""
+
+    name: str
+    popen: subprocess.Popen[str]
+    log: Path
+    url: str = ""
+    peak_kib: int = 0
+    _watch: threading.Thread | None = field(default=None, repr=False)
+
+    def rss_kib(self) -> int:
+        """Peak resident set size so far (VmHWM), in KiB; 0 once it ended."""
+        with contextlib.suppress(OSError, ValueError):
+            for line in Path(f"/proc/{self.popen.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    self.peak_kib = max(self.peak_kib, int(line.split()[1]))
+        return self.peak_kib
+
+    def watch_memory(self) -> None:
+        """Keep reading the peak until the process ends (VmHWM vanishes with the process)."""
+
+        def loop() -> None:
+            while self.popen.poll() is None:
+                self.rss_kib()
+                time.sleep(0.2)
+
+        self._watch = threading.Thread(target=loop, daemon=True)
+        self._watch.start()
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """Ctrl-C, then kill after `timeout` seconds; answers the exit code."""
+        self.rss_kib()
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGINT)
+            try:
+                return self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+        return self.popen.wait()
+
+
+def start_serve(folder: Path, db_url: str) -> Process:
+    """`stateous serve orders/build/orders.json` on a free port; waits for `serving on`."""
+    log = folder / "serve.log"
+    handle = log.open("w")
+    popen = subprocess.Popen(
+        stateous("serve", "orders/build/orders.json", "--db", db_url, "--listen", "127.0.0.1:0"),
+        cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=handle,
+        text=True, env=child_env(), start_new_session=True,
+    )  # fmt: skip
+    handle.close()
+    process = Process("serve", popen, log)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        for line in log.read_text().splitlines():
+            if line.startswith("serving on "):
+                process.url = line.removeprefix("serving on ").split(" ")[0]
+                wait_health(process.url)
+                return process
+        if popen.poll() is not None:
+            raise SystemExit(f"error: serve stopped: {log.read_text()[-2000:]}")
+        time.sleep(0.05)
+    popen.kill()
+    raise SystemExit("error: serve did not start in 120 s")
+
+
+def wait_health(url: str) -> None:
+    """Wait until `GET /health` answers."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(url + "/health", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise SystemExit(f"error: {url} does not answer")
+        time.sleep(0.05)
+
+
+def start_supervise(supervisor: Path, url: str, tasks: int) -> Process:
+    """`stateous supervise FOLDER`; waits for its `serves` line."""
+    configure(supervisor, url, tasks)
+    log = supervisor.parent / f"{supervisor.name}.log"
+    handle = log.open("w")
+    popen = subprocess.Popen(
+        stateous("supervise", str(supervisor)),
+        cwd=supervisor.parent, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=handle, text=True, env=child_env(), start_new_session=True,
+    )  # fmt: skip
+    handle.close()
+    process = Process(supervisor.name, popen, log)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if " serves " in log.read_text():
+            return process
+        if popen.poll() is not None:
+            raise SystemExit(f"error: supervise stopped: {log.read_text()[-2000:]}")
+        time.sleep(0.05)
+    popen.kill()
+    raise SystemExit("error: supervise did not start in 60 s")
+
+
+@contextlib.contextmanager
+def fresh_folder() -> Iterator[Path]:
+    """A temporary folder, removed at the end (set STATEOUS_BENCH_KEEP=1 to keep it)."""
+    if os.environ.get("STATEOUS_BENCH_KEEP"):
+        yield Path(tempfile.mkdtemp(prefix="stateous-bench-"))
+        return
+    with tempfile.TemporaryDirectory(prefix="stateous-bench-") as name:
+        yield Path(name)
+
+
+@contextlib.contextmanager
+def stopping(*processes: Process) -> Iterator[None]:
+    """Stop the processes at the end, the last started first."""
+    try:
+        yield
+    finally:
+        for process in reversed(processes):
+            process.stop()
+
+
+# ------------------------------------------------------------------------------ load
+
+
+def start_tokens(url: str, ids: list[str], concurrency: int = 8) -> float:
+    """Start the tokens over HTTP with `concurrency` keep-alive connections; answers seconds."""
+    chunks = [ids[n::concurrency] for n in range(concurrency)]
+    errors: list[str] = []
+
+    def worker(chunk: list[str]) -> None:
+        with httpx.Client(base_url=url, timeout=60) as http:
+            for token in chunk:
+                answer = http.post("/tokens", json={"token": token, "context": {"title": "bench"}})
+                if answer.status_code != 201:
+                    errors.append(f"{token}: {answer.status_code} {answer.text}")
+
+    began = time.perf_counter()
+    threads = [threading.Thread(target=worker, args=(c,)) for c in chunks if c]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise SystemExit(f"error: {len(errors)} start(s) failed, e.g. {errors[0]}")
+    return time.perf_counter() - began
+
+
+def wait_completed(engine: Engine, prefix: str, count: int, timeout: float = 600) -> float:
+    """Poll the database until `count` tokens of `prefix` completed; answers when (monotonic)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if count_completed(engine, prefix) >= count:
+            return time.monotonic()
+        if time.monotonic() > deadline:
+            done = count_completed(engine, prefix)
+            raise SystemExit(f"error: only {done} of {count} tokens completed in {timeout:.0f} s")
+        time.sleep(0.02)
