@@ -179,7 +179,7 @@ class Metrics:
                 self.claims.labels("granted").inc()
             elif status == 204:
                 self.claims.labels("empty").inc()
-        elif route == "/tasks/{task:str}/report" and status == 200:
+        elif route == "/tasks/{task}/report" and status == 200:
             self.reports.inc()
 
     def exposition(self) -> bytes:
