@@ -23,24 +23,24 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
     return int(stopped.value.code or 0), out, err
 
 
-@pytest.mark.parametrize(
-    ("text", "sentence"),
-    [
-        (
-            "{bad",
-            "NAME is not valid JSON: Expecting property name enclosed in double quotes at column 2",
-        ),
-        (
-            '{"a": 1,}',
-            "NAME is not valid JSON: Illegal trailing comma before end of object at column 8",
-        ),
-        ('{"a": NaN}', "NAME is not valid JSON: NaN is not a JSON value"),
-        ('{"a": -Infinity}', "NAME is not valid JSON: -Infinity is not a JSON value"),
-        ("[" * 100_000 + "]" * 100_000, "NAME is not valid JSON: it is nested too deeply"),
-        ("[1]", """NAME must be a JSON object, such as '{"repo": "acme/api"}'"""),
-        ("null", """NAME must be a JSON object, such as '{"repo": "acme/api"}'"""),
-    ],
-)
+BAD_JSON = [
+    (
+        "{bad",
+        "NAME is not valid JSON: Expecting property name enclosed in double quotes at column 2",
+    ),
+    (
+        '{"a": 1,}',
+        "NAME is not valid JSON: Illegal trailing comma before end of object at column 8",
+    ),
+    ('{"a": NaN}', "NAME is not valid JSON: NaN is not a JSON value"),
+    ('{"a": -Infinity}', "NAME is not valid JSON: -Infinity is not a JSON value"),
+    ("[" * 100_000 + "]" * 100_000, "NAME is not valid JSON: it is nested too deeply"),
+    ("[1]", """NAME must be a JSON object, such as '{"repo": "acme/api"}'"""),
+    ("null", """NAME must be a JSON object, such as '{"repo": "acme/api"}'"""),
+]
+
+
+@pytest.mark.parametrize(("text", "sentence"), BAD_JSON, ids=[s for _, s in BAD_JSON])
 def test_bad_json_arguments(text: str, sentence: str) -> None:
     with pytest.raises(ArgumentError) as caught:
         parse_json_object("NAME", text)
