@@ -9,6 +9,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Static
@@ -129,6 +130,12 @@ class LeasesScreen(Screen[None]):
     @work(exclusive=True, group="leases")
     async def poll(self) -> None:
         """Claimed, waiting and queued tasks; claim times from the histories, a few a poll."""
+        try:
+            await self._poll()
+        except NoMatches:
+            return  # the screen closed while a request was in flight
+
+    async def _poll(self) -> None:
         plane, call = self.console.plane, self.console.call
         claimed = await call(plane.tasks(status="claimed", limit=1000))
         waiting = await call(plane.tasks(status="waiting", limit=1000))

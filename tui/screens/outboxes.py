@@ -9,6 +9,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Static
@@ -127,7 +128,13 @@ class OutboxesScreen(Screen[None]):
     def poll(self) -> None:
         """Read every folder in a thread: SQLite and the files block."""
         views = [read_folder(folder) for folder in self.console.supervisors]
-        self.app.call_from_thread(self.show, views)
+        self.app.call_from_thread(self._show_if_shown, views)
+
+    def _show_if_shown(self, views: list[SupervisorView]) -> None:
+        try:
+            self.show(views)
+        except NoMatches:
+            return  # the screen closed while the folders were read
 
     def show(self, views: list[SupervisorView]) -> None:
         """Fill the folders table and the chosen folder's details."""

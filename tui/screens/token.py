@@ -10,6 +10,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, RichLog, Static, TabbedContent, TabPane
 
@@ -121,6 +122,12 @@ class TokenScreen(SteeringScreen):
     @work(exclusive=True, group="token")
     async def poll(self) -> None:
         """The token, the history after the last entry shown, and the open tab's rows."""
+        try:
+            await self._poll()
+        except NoMatches:
+            return  # the screen closed while a request was in flight
+
+    async def _poll(self) -> None:
         plane, ident = self.console.plane, self.token_id
         token = await self.console.call(plane.token(ident))
         if token is None:

@@ -9,6 +9,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static
 
@@ -146,6 +147,12 @@ class TokensScreen(SteeringScreen):
     @work(exclusive=True, group="tokens")
     async def poll(self) -> None:
         """`GET /tokens` with the status filter; the rest of the filters apply here."""
+        try:
+            await self._poll()
+        except NoMatches:
+            return  # the screen closed while a request was in flight
+
+    async def _poll(self) -> None:
         plane = self.console.plane
         listing = await self.console.call(plane.tokens(status=self.status_filter, limit=LIMIT))
         if listing is None:
@@ -288,11 +295,14 @@ class TokensScreen(SteeringScreen):
 
     @on(Input.Submitted, "#search")
     def _prefix_submitted(self, submitted: Input.Submitted) -> None:
-        # An exact id opens the token even when it is older than the listing reaches.
-        if submitted.value and submitted.value not in self.tokens and not self._keys:
-            self.open_token(submitted.value)
-            return
-        self.query_one("#tokens", DataTable).focus()
+        # Enter opens an exact id (also one older than the listing reaches) or the only match.
+        value = submitted.value
+        if value and (value in self._keys or value not in self.tokens):
+            self.open_token(value)
+        elif len(self._keys) == 1:
+            self.open_token(self._keys[0])
+        else:
+            self.query_one("#tokens", DataTable).focus()
 
     def action_clear(self) -> None:
         """Clear the id and state filters, and hide the search."""
