@@ -15,6 +15,7 @@ from anyio import to_thread
 from sqlalchemy.exc import SQLAlchemyError
 
 from stateous.control.api.app import create_app
+from stateous.control.api.protocol import protocol_class
 from stateous.control.clock import Clock, SystemClock
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import StoreError
@@ -134,6 +135,7 @@ class ControlPlane:
         config = uvicorn.Config(
             create_app(plane), log_config=None, access_log=False, lifespan="off",
             timeout_graceful_shutdown=int(settings.stop_wait), server_header=False,
+            http=protocol_class(),
         )  # fmt: skip
         self.server = _Server(config)
         self.server.on_shutdown = plane.wakeups.close

@@ -341,3 +341,26 @@ def test_graph_text_helper_round_trips() -> None:
         "--listen",
         "127.0.0.1:0",
     ]
+
+
+def test_requests_that_are_not_http_get_the_envelope(tmp_path: Path) -> None:
+    graph = write_graph(tmp_path, ORDERS)
+    with serve_process(graph, f"sqlite:///{tmp_path / 'cp.db'}", cwd=tmp_path) as served:
+        host, port = served.url.removeprefix("http://").split(":")
+        answers = []
+        for request in (
+            b"POST /tokens HTTP/1.1\r\nHost: x\r\nContent-Length: 9999999999999999999999\r\n\r\n",
+            b"GARBAGE\r\n\r\n",
+        ):
+            with socket.create_connection((host, int(port)), timeout=10) as conn:
+                conn.sendall(request)
+                data = b""
+                while chunk := conn.recv(65536):
+                    data += chunk
+            answers.append(data)
+    assert answers[0].startswith(b"HTTP/1.1 413 ")
+    assert answers[0].endswith(
+        b'{"error": "the body is larger than 1 MiB, the most this API reads", "code": "bad_request"}'
+    )
+    assert answers[1].startswith(b"HTTP/1.1 400 ")
+    assert answers[1].endswith(b'"code": "bad_request"}')
