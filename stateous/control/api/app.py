@@ -304,6 +304,12 @@ ROUTES = [
 ]  # fmt: skip
 
 
+async def no_options(request: Request[Any, Any, Any]) -> None:
+    """Litestar answers OPTIONS by itself; this API has no such method (`405`)."""
+    if request.method == "OPTIONS":
+        raise MethodNotAllowedException()
+
+
 def create_app(plane: Plane) -> Litestar:
     """The Litestar application over one control plane."""
     from stateous.control.api import operator  # the operators' read routes (spec 70 §1)
@@ -317,6 +323,7 @@ def create_app(plane: Plane) -> Litestar:
             Exception: unexpected_answer,
         },
         request_max_body_size=bodies.MAX_BODY,
+        before_request=no_options,
         openapi_config=None,
         logging_config=None,
         debug=False,

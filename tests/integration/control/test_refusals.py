@@ -540,3 +540,8 @@ def test_unexpected_has_no_traceback(backend: str, db_url: str) -> None:
         answer = http.post("/tokens", json={"token": "T-3", "context": {"title": "t"}})
         refused(answer, 500, "unexpected", "the request failed unexpectedly")
         assert "Traceback" not in answer.text
+
+
+def test_options_and_head_are_not_methods_of_this_api(http: httpx.Client) -> None:
+    refused(http.options("/tokens"), 405, "method_not_allowed", "/tokens does not take OPTIONS")
+    assert http.head("/health").status_code == 405
