@@ -190,6 +190,9 @@ def test_every_command_of_the_readme(tmp_path: Path) -> None:
                 first, _, _ = body.partition("\n")
                 target = tour.cwd / first.removeprefix("# ").strip()
                 target.write_text(body, encoding="utf-8")
+        # "its history then ends with `task 5 cancelled` and `cancelled`"
+        ended = run("stateous token show ORDER-2", tour).splitlines()
+        assert [line[10:] for line in ended[-2:]] == ["#19  task 5 cancelled", "#20  cancelled"]
         stops = [job.stop() for job in reversed(tour.running)]
     finally:
         for job in tour.running:
