@@ -100,7 +100,12 @@ def _objects(items: list[Any], url: str) -> list[dict[str, Any]]:
     """`items` when each is a JSON object; else the control plane's answer is not one of ours."""
     if all(isinstance(item, dict) for item in items):
         return items
-    raise StateousError(
+    raise wrong_shape(url)
+
+
+def wrong_shape(url: str) -> StateousError:
+    """The error of an answer that is JSON, but not of the shape the control plane sends."""
+    return StateousError(
         f"the control plane at {url} sent an answer of the wrong shape; check the URL",
         code="client",
     )
@@ -167,8 +172,8 @@ def fire_command(
         if answer.get("duplicate") is True:
             token = answer.get("token")
             if not isinstance(token, dict):
-                _objects([token], client.url)
-            echo_lines([duplicate_line(token)])  # type: ignore[arg-type]  # checked just above
+                raise wrong_shape(client.url)
+            echo_lines([duplicate_line(token)])
             return
     echo_lines([token_line(answer)])
 
