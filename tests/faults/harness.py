@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import resource
 import shutil
 import signal
 import sqlite3
@@ -18,6 +19,7 @@ import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Set
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +29,7 @@ import httpx
 from sqlalchemy import create_engine, text
 
 from tests.integration.supervisor.procs import ROOT, Supervise, start_supervise
-from tests.support.serve import ServeProcess, _pump, _wait_ready, start_serve
+from tests.support.serve import ServeProcess, _pump, _wait_ready, serve_command, start_serve
 
 LONG = os.environ.get("STATEOUS_FAULTS", "short").strip().lower() == "long"
 SDLC_GRAPH = ROOT / "examples" / "sdlc" / "build" / "sdlc.json"
@@ -133,6 +135,7 @@ class Plane:
     env: dict[str, str] = field(default_factory=dict)
     served: ServeProcess | None = None
     starts: int = 0
+    file_limit: int | None = None  # bytes; the largest file the process may write
 
     @property
     def url(self) -> str:
@@ -141,19 +144,35 @@ class Plane:
 
     def start(self, timeout: float = 60.0) -> ServeProcess:
         """Start serve and wait until it answers (a SQLite hold may take its lapse to free)."""
-        process = start_serve(
-            SDLC_GRAPH,
-            self.db_url,
-            listen=f"127.0.0.1:{self.port}",
-            env={**SERVE_ENV, **self.env},
-            cwd=self.cwd,
-        )
+        process = self._popen()
         served = ServeProcess(url="", process=process)
         threading.Thread(target=_pump, args=(process.stderr, served._queue), daemon=True).start()
         served.url = _wait_ready(served, timeout)
         self.served = served
         self.starts += 1
         return served
+
+    def _popen(self) -> subprocess.Popen[str]:
+        listen = f"127.0.0.1:{self.port}"
+        if self.file_limit is None:
+            return start_serve(
+                SDLC_GRAPH, self.db_url, listen=listen, env={**SERVE_ENV, **self.env}, cwd=self.cwd
+            )
+        limit = self.file_limit
+
+        def cap() -> None:
+            # A full disk: writes past `limit` bytes fail with EFBIG (Python ignores SIGXFSZ).
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+        return subprocess.Popen(
+            serve_command(SDLC_GRAPH, self.db_url, listen),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **SERVE_ENV, **self.env},
+            cwd=self.cwd,
+            preexec_fn=cap,  # a resource limit must be set in the child
+        )
 
     def start_retrying(self, timeout: float = 60.0) -> ServeProcess:
         """Start, again and again while the last holder's hold has not lapsed yet."""
@@ -173,16 +192,17 @@ class Plane:
         if self.served is not None and self.served.process.poll() is None:
             self.served.process.send_signal(signal.SIGKILL)
             self.served.process.wait()
-        self._close()
+        self.close_pipes()
 
     def stop(self) -> int:
         """Ctrl-C and the exit code."""
         assert self.served is not None
         code = self.served.stop(timeout=20)
-        self._close()
+        self.close_pipes()
         return code
 
-    def _close(self) -> None:
+    def close_pipes(self) -> None:
+        """Close the child's pipes (the process has ended)."""
         if self.served is not None:
             for pipe in (self.served.process.stdout, self.served.process.stderr):
                 if pipe is not None:
@@ -249,14 +269,19 @@ class Load:
         assert not self.errors, self.errors
 
     def _run(self) -> None:
-        pick = random.Random(self.seed)
+        # Four callers at once: starts, fires and pauses race with the supervisors' reports.
         deadline = time.monotonic() + 300
-        for name in self.names():
-            try:
-                self._one(pick, name, deadline)
-            except AssertionError as exc:  # kept for join() to report
-                self.errors.append(str(exc))
-                return
+        with ThreadPoolExecutor(4) as pool:
+            for error in pool.map(lambda name: self._guarded(name, deadline), self.names()):
+                if error:
+                    self.errors.append(error)
+
+    def _guarded(self, name: str, deadline: float) -> str | None:
+        try:
+            self._one(random.Random(f"{self.seed}:{name}"), name, deadline)
+        except AssertionError as exc:  # kept for join() to report
+            return str(exc)
+        return None
 
     def _one(self, pick: random.Random, name: str, deadline: float) -> None:
         answer = call(
