@@ -196,3 +196,11 @@ def test_a_key_with_a_control_character_is_refused_before_sending(
         c.fire("T-1", "done", key="a\nb")
     assert str(caught.value) == "an idempotency key may not hold control characters"
     assert script.requests == []
+
+
+def test_a_bearer_token_goes_with_every_request(server: tuple[str, Script]) -> None:
+    url, script = server
+    script.answer(200, "[]")
+    with Client(url, auth_token="s3cret") as c:
+        assert c.tokens() == []
+    assert script.requests[0].headers["authorization"] == "Bearer s3cret"
