@@ -464,3 +464,17 @@ def test_cancel_reaches_every_level(store: Store, clock: FakeClock) -> None:
         ("cancelled", {"reason": "the parent was cancelled"}),
     ]
     assert engine.rows("N")[-1] == ("cancelled", {})
+
+
+def test_a_start_into_a_parallel_state_checks_the_children_first(
+    store: Store, clock: FakeClock
+) -> None:
+    engine = engine_for(store, clock, NESTED)
+    top = "N" * 113  # + ".fan.1.mid" fits (123); + ".inner.1.leaf" does not (136)
+    leaf = f"{top}.fan.1.mid.inner.1.leaf"
+    sentence = (
+        f"the child 'mid' of 'fan' cannot start: the child {leaf!r} of 'inner' would have an "
+        "id longer than 128 characters; use a shorter token id"
+    )
+    assert refusal(engine.start, top, {}) == (422, "invalid_context", sentence)
+    assert engine.query("SELECT count(*) FROM tokens") == [(0,)]
