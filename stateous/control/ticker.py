@@ -92,8 +92,10 @@ class Ticker:
                 return TickResult(skipped=True)
         if not self.plane.serving:
             return TickResult(lost=True)
-        leases, failed_leases = self._each(expired_leases, self._expire)
-        timers, failed_timers = self._each(due_timers, self._fire)
+        leases, failed_leases, gave_up = self._each(expired_leases, self._expire)
+        if gave_up:
+            return TickResult(leases, 0, failed_leases)
+        timers, failed_timers, _ = self._each(due_timers, self._fire)
         return TickResult(leases, timers, failed_leases + failed_timers)
 
     def _lost(self) -> TickResult:
@@ -103,26 +105,29 @@ class Ticker:
 
     def _each(
         self, read: Callable[[Connection, Clock], list[int]], work: Callable[[int], bool]
-    ) -> tuple[int, int]:
-        """The one read, then each item in its own transaction. Answers (done, failed)."""
+    ) -> tuple[int, int, bool]:
+        """The one read, then each item in its own transaction.
+
+        Answers (done, failed, gave up): the tick gives up when the database or the hold is
+        gone, since the rest of it would fail the same way.
+        """
         clock = self.plane.clock
         try:
             ids = self.plane.run("clock", lambda conn: read(conn, clock))
         except Exception as exc:
             self._failed(exc)
-            return 0, 1
+            return 0, 1, True
         done = failed = 0
         for item in ids:
             try:
                 done += 1 if work(item) else 0
             except (DatabaseBusy, NotServing) as exc:
-                # The database or the hold is gone: the rest of this tick would fail the same way.
                 self._failed(exc)
-                return done, failed + 1
+                return done, failed + 1, True
             except Exception as exc:  # one bad item must not stop the others
                 self._failed(exc)
                 failed += 1
-        return done, failed
+        return done, failed, False
 
     def _failed(self, exc: BaseException) -> None:
         log.error(
