@@ -145,3 +145,49 @@ def test_cancel_deletes_memory_and_closes_everything(engine: Engine) -> None:
     assert engine.task(1)[0] == "cancelled"
     assert engine.timers("T") == [("timeout", "timeout", "cancelled")]
     assert engine.rows("T")[-2:] == [("task_cancelled", {"task": 1}), ("cancelled", {})]
+
+
+def test_a_running_routine_goes_on_while_paused(engine: Engine) -> None:
+    """Spec 30 §3.11: heartbeats, notes, memory and `waiting` apply; an outcome is decided first."""
+    from stateous.control.engine.heartbeat import heartbeat
+    from stateous.control.engine.moves import Schedule
+    from stateous.control.engine.report import Outcome
+
+    engine.start("T", {"repo": "r"})
+    engine.fire("T", "done")
+    engine.claim("box", ["testing"])
+    engine.pause("T")
+    with engine.store.begin() as conn:
+        assert heartbeat(conn, engine.clock, engine.config, "box", [2]) == []
+    engine.note(2, "still going", 1)
+    engine.memory(2, "k", 1, 1)
+    refused = "'testing' may not emit 'done'; it may emit: passed, failed"
+    assert refusal(engine.done, 2, "done") == (409, "event_not_allowed", refused)
+    engine.report(
+        2,
+        Outcome(
+            "waiting", context={"repo": "r2"}, schedules=(Schedule("passed", {"passed": 1, "failed": 0}, "1m"),),
+            supervisor="box",
+        ),
+    )  # fmt: skip
+    assert engine.rows("T")[-7:] == [
+        ("paused", {}),
+        ("note", {"task": 2, "text": "still going"}),
+        ("memory_set", {"state": "testing", "memory_key": "k"}),
+        ("event_rejected", {"event": "done", "reason": refused}),
+        ("context_changed", {"keys": ["repo"]}),
+        ("timer_set", {"event": "passed", "due_at": engine.rows("T")[-2][1]["due_at"]}),
+        ("task_waiting", {"task": 2}),
+    ]
+    assert engine.token("T")["context"] == {"repo": "r2"}
+    assert engine.tick(120).timers == 0  # due, but the token is paused
+    engine.resume("T")
+    # Set during the pause, the timer gets back the whole pause after it was set: 60 s again.
+    assert engine.tick(59).timers == 0
+    assert engine.tick(1).timers == 1
+    assert engine.rows("T")[-4:] == [
+        ("timer_fired", {"event": "passed"}),
+        ("event_accepted", {"event": "passed", "payload": {"passed": 1, "failed": 0}, "state": "testing"}),
+        ("task_done", {"task": 2}),
+        ("completed", {}),
+    ]  # fmt: skip
