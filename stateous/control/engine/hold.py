@@ -43,7 +43,10 @@ def hold(
     schedules: Sequence[Mapping[str, Any]] = (),
 ) -> None:
     """Write `event_deferred` with the next arrival number of the family."""
-    arrival = 1 + sum(len(held_events(tx, m.token)) for m in family(tx, tx.top_of(token)))
+    # Only paused members hold events now: a member that ended since the last pause keeps its
+    # replayed or dropped `event_deferred` rows after its last `paused` row.
+    members = [m for m in family(tx, tx.top_of(token)) if m.status == "paused"]
+    arrival = 1 + sum(len(held_events(tx, m.token)) for m in members)
     data: dict[str, Any] = {"event": event, "payload": payload}
     if task is not None:
         data.update(state=task.state, visit=task.visit, task=task.id)

@@ -478,3 +478,23 @@ def test_a_start_into_a_parallel_state_checks_the_children_first(
     )
     assert refusal(engine.start, top, {}) == (422, "invalid_context", sentence)
     assert engine.query("SELECT count(*) FROM tokens") == [(0,)]
+
+
+def test_arrival_numbers_restart_after_each_pause(store: Store, clock: FakeClock) -> None:
+    """Spec 30 §2.4: only events held now count, not those a member replayed before it ended."""
+    engine = engine_for(store, clock, dev())
+    into_reviews(engine)
+    engine.pause("TICKET-1")
+    engine.fire(DES, "seen")
+    engine.resume("TICKET-1")
+    assert engine.token(DES)["status"] == "completed"
+    engine.pause("TICKET-1")
+    engine.fire(SEC, "fin")
+    engine.fire("TICKET-1", "merged")
+    assert engine.rows(SEC)[-1] == (
+        "event_deferred",
+        {"event": "fin", "payload": None, "arrival": 1},
+    )
+    assert engine.rows("TICKET-1")[-1] == (
+        "event_deferred", {"event": "merged", "payload": None, "arrival": 2},
+    )  # fmt: skip
