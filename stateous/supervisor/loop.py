@@ -537,7 +537,7 @@ class Supervisor:
                 message.kind,
                 answer.sentence,
             )
-        self.outbox.remove(message.id)
+        await asyncio.to_thread(self.outbox.remove, message.id)
         return True
 
     async def _deliver_report(self, message: Message) -> bool:
@@ -547,7 +547,8 @@ class Supervisor:
         if answer is None:
             return self._stays(message)
         if answer.ok:
-            self.outbox.remove(message.id)
+            # Off the event loop: the outbox's commit waits for the disk (claims go on meanwhile).
+            await asyncio.to_thread(self.outbox.remove, message.id)
             outcome = message.body.get("kind")
             shown = message.body.get("event") if outcome == "event" else outcome
             log.info("task %s of %s: reported %s", message.task, message.token, shown)
@@ -600,7 +601,9 @@ class Supervisor:
 
     async def _report(self, grant: Grant, outcome: dict[str, Any]) -> None:
         try:
-            message = self.outbox.add(grant.task, grant.attempt, grant.token, "report", outcome)
+            message = await asyncio.to_thread(
+                self.outbox.add, grant.task, grant.attempt, grant.token, "report", outcome
+            )
         except OutboxError as exc:
             log.error(
                 "task %s of %s: cannot write the report to the outbox: %s",
