@@ -12,6 +12,7 @@ from typing import Any
 import uvicorn
 
 from stateous.control.api.app import create_app
+from stateous.control.api.protocol import protocol_class
 from stateous.control.clock import Clock, SystemClock
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.plane import Plane
@@ -50,6 +51,7 @@ def running_api(
         log_config=None,
         access_log=False,
         lifespan="off",
+        http=protocol_class(),
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)

@@ -110,7 +110,8 @@ def serve_process(
     """
     process = start_serve(graph, db_url, listen=listen, extra=extra, env=env, cwd=cwd)
     served = ServeProcess(url="", process=process)
-    threading.Thread(target=_pump, args=(process.stderr, served._queue), daemon=True).start()
+    pump = threading.Thread(target=_pump, args=(process.stderr, served._queue), daemon=True)
+    pump.start()
     try:
         served.url = _wait_ready(served, ready_timeout)
         yield served
@@ -121,6 +122,15 @@ def serve_process(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        _close_pipes(process, pump)
+
+
+def _close_pipes(process: subprocess.Popen[str], pump: threading.Thread) -> None:
+    """Close the pipes of an ended process (so no ResourceWarning fails a test)."""
+    pump.join(timeout=5)
+    for pipe in (process.stdout, process.stderr):
+        if pipe is not None and not pipe.closed:
+            pipe.close()
 
 
 def _wait_ready(served: ServeProcess, timeout: float) -> str:

@@ -164,6 +164,7 @@ def test_the_default_database_is_stateous_db_in_the_folder(tmp_path: Path) -> No
     assert line.startswith("serving on http://127.0.0.1:")
     process.send_signal(2)
     assert process.wait(timeout=20) == 0
+    process.stderr.close()
     assert (tmp_path / "stateous.db").exists()
 
 
