@@ -191,3 +191,34 @@ def test_a_running_routine_goes_on_while_paused(engine: Engine) -> None:
         ("task_done", {"task": 2}),
         ("completed", {}),
     ]  # fmt: skip
+
+
+def test_a_held_outcome_of_a_state_left_is_dropped_whole(engine: Engine) -> None:
+    from stateous.control.engine.moves import Schedule
+
+    engine.start("T", {"repo": "r"})
+    engine.claim("box", ["coding"])
+    engine.pause("T")
+    engine.fire("T", "done")
+    engine.done(1, "stuck", context={"repo": "changed"}, schedules=[Schedule("stuck", None, "1m")])
+    assert engine.rows("T")[-2:] == [
+        ("event_deferred", {
+            "event": "stuck", "payload": None, "state": "coding", "visit": 1, "task": 1,
+            "arrival": 2, "context": {"repo": "changed"},
+            "schedules": [{"event": "stuck", "after": "1m"}],
+        }),
+        ("task_done", {"task": 1}),
+    ]  # fmt: skip
+    engine.resume("T")
+    rows = engine.rows("T")
+    assert rows[-7:] == [
+        ("resumed", {}),
+        ("event_replayed", {"event": "done"}),
+        ("event_accepted", {"event": "done", "payload": None, "state": "coding"}),
+        ("entered", {"state": "testing", "visit": 1}),
+        ("task_queued", {"task": 2, "state": "testing"}),
+        ("timer_set", {"event": "timeout", "due_at": rows[-2][1]["due_at"]}),
+        ("event_dropped", {"event": "stuck", "reason": "the token left the state it came from"}),
+    ]
+    assert engine.token("T")["context"] == {"repo": "r"}
+    assert [t for t in engine.timers("T") if t[0] == "stuck"] == []
