@@ -2,16 +2,38 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from stateous.control.clock import FakeClock, iso
+from stateous.control.engine import reads
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.store.db import Store
+from stateous.model.history import show_lines
 from tests.unit.control.harness import Engine, refusal
 
 T0 = datetime(2026, 10, 16, 20, 39, 47, 250000)
+SHOW_TICKET_3 = """
+TICKET-3: testing, cancelled
+22:39:47  #1  started
+22:39:47  #2  __started__ in START
+22:39:47  #3  entered coding
+22:39:47  #4  task 1 queued for coding
+22:39:47  #5  timer set: timeout at 2026-10-17 04:39:47
+22:39:48  #6  paused
+22:39:49  #7  done held while paused
+22:39:49  #8  resumed
+22:39:49  #9  done applied on resume
+22:39:49  #10  done in coding
+22:39:49  #11  task 1 cancelled
+22:39:49  #12  entered testing
+22:39:49  #13  task 2 queued for testing
+22:39:49  #14  timer set: timeout at 2026-10-16 23:39:49
+22:39:50  #15  task 2 cancelled
+22:39:50  #16  cancelled
+22:39:51  #17  done refused: token 'TICKET-3' is cancelled; it takes no events
+"""
 
 
 @pytest.fixture
@@ -60,6 +82,11 @@ def test_ticket_3_pause_held_event_resume_cancel(engine: Engine) -> None:
         ("timeout", "timeout", "cancelled"),
     ]
     assert engine.query("SELECT status FROM tasks ORDER BY id") == [("cancelled",), ("cancelled",)]
+    # `stateous token show TICKET-3` in a zone two hours east of UTC: the 17 lines of spec 30 §4.2.
+    with engine.store.begin() as conn:
+        wire, entries = reads.read_token(conn, "TICKET-3"), reads.history(conn, "TICKET-3")
+    lines = [str(line) for line in show_lines(wire, [], entries, timezone(timedelta(hours=2)))]
+    assert lines == SHOW_TICKET_3.strip().splitlines()
 
 
 def test_a_held_fire_keeps_its_key_and_a_repeat_is_a_duplicate(engine: Engine) -> None:
