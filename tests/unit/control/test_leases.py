@@ -7,12 +7,14 @@ from datetime import datetime
 import pytest
 
 from stateous.control.clock import FakeClock
+from stateous.control.engine import reads
 from stateous.control.engine.heartbeat import heartbeat
 from stateous.control.engine.lease import expire_lease
 from stateous.control.engine.moves import Schedule
 from stateous.control.engine.report import Outcome
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.store.db import Store
+from stateous.model.history import history_text
 from tests.unit.control.harness import Engine, refusal
 
 T0 = datetime(2026, 10, 16, 20, 0, 0, 125000)
@@ -57,6 +59,14 @@ def test_a_crashed_supervisor_is_retried_then_the_token_fails(engine: Engine) ->
     assert engine.rows("T")[-1] == (
         "task_claimed", {"task": 1, "supervisor": "build-box-2", "attempt": 2},
     )  # fmt: skip
+    with engine.store.begin() as conn:
+        entries = [e for e in reads.history(conn, "T") if e["kind"].startswith("task_")][1:]
+    assert [history_text(e) for e in entries] == [
+        "build-box-1 took task 1 (attempt 1)",
+        "task 1 failed: build-box-1 stopped answering: no heartbeat for 2 minutes",
+        "task 1 is tried again (attempt 2)",
+        "build-box-2 took task 1 (attempt 2)",
+    ]
     engine.tick(LEASE + 1)
     assert engine.claim("build-box-3", ["coding"]) is not None
     engine.tick(LEASE + 1)
