@@ -282,6 +282,7 @@ def _check(engine: Engine, reader: Reader, paused_before: dict[str, tuple[str, i
             )
         }
         assert kinds <= WHILE_PAUSED, f"paused {token} wrote {sorted(kinds - WHILE_PAUSED)}"
+    _check_held_and_joined(engine, reader, tokens)
     for token, (_s, status, _v, parent, _w) in tokens.items():
         if parent is None or status not in ("active", "paused"):
             continue
@@ -289,6 +290,38 @@ def _check(engine: Engine, reader: Reader, paused_before: dict[str, tuple[str, i
         assert p_status in ("active", "paused"), f"live {token} under an ended parent"
         assert token.startswith(f"{parent}.{p_state}.{p_visit}."), f"live {token} left behind"
         assert (status == "paused") == (p_status == "paused"), f"{token} paused apart"
+
+
+def _check_held_and_joined(
+    engine: Engine, reader: Reader, tokens: dict[str, tuple[str, str, int, Any, Any]]
+) -> None:
+    """Arrival numbers of the events held now run 1..n per family; `joined` once per visit."""
+    rows: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for token, kind, data in reader.query(
+        "SELECT token, kind, data FROM ledger WHERE kind IN "
+        "('paused', 'event_deferred', 'entered', 'event_accepted') ORDER BY token, seq"
+    ):
+        rows.setdefault(str(token), []).append(
+            (str(kind), json.loads(data) if isinstance(data, str) else data)
+        )
+    arrivals: dict[str, list[int]] = {}
+    for token, (_s, status, _v, _p, _w) in tokens.items():
+        mine = rows.get(token, [])
+        joins = [d for k, d in mine if k == "event_accepted" and d["event"] == "joined"]
+        entries = [d for k, d in mine if k == "entered"]
+        parallel = [
+            d for d in entries
+            if engine.config.body(tokens[token][4]).states[d["state"]].is_parallel
+        ]  # fmt: skip
+        assert len(joins) <= len(parallel), f"{token}: 'joined' more than once in a visit"
+        if status != "paused":
+            continue
+        last = max((i for i, (k, _) in enumerate(mine) if k == "paused"), default=-1)
+        top = token.split(".", 1)[0]
+        held = [d["arrival"] for k, d in mine[last + 1 :] if k == "event_deferred"]
+        arrivals.setdefault(top, []).extend(held)
+    for top, numbers in arrivals.items():
+        assert sorted(numbers) == list(range(1, len(numbers) + 1)), f"{top}: arrivals {numbers}"
 
 
 @pytest.mark.parametrize("graph", sorted(GRAPHS))
