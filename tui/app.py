@@ -18,6 +18,7 @@ from tui.api import ControlPlane, Refused, Unreachable
 from tui.screens.help import HelpScreen
 from tui.screens.leases import LeasesScreen
 from tui.screens.outboxes import OutboxesScreen
+from tui.screens.token import TokenScreen
 from tui.screens.tokens import TokensScreen
 from tui.settings import Settings, save_settings
 
@@ -79,6 +80,7 @@ class ConsoleApp(App[None]):
         self._clock = clock or _utc_now
         self._notices = tuple(notices)
         self.frozen = frozen
+        self._token_screen: TokenScreen | None = None
         """Tests freeze the clock and the cursor blink so that snapshots are stable."""
 
     # ------------------------------------------------------------------ life
@@ -154,6 +156,23 @@ class ConsoleApp(App[None]):
             self.pop_screen()
         if self.screen is not self.get_screen(name):
             self.switch_screen(name)
+
+    def open_token(self, token: str) -> None:
+        """Show the token screen of `token`.
+
+        One token screen is kept and pointed at each token opened from a list, so that opening
+        one costs no mounting of widgets; a screen already on the stack gets a new one on top.
+        """
+        cached = self._token_screen
+        if cached is None:
+            cached = self._token_screen = TokenScreen(token)
+            self.install_screen(cached, name="token")
+        elif cached in self.screen_stack:
+            self.push_screen(TokenScreen(token))
+            return
+        else:
+            cached.retarget(token)
+        self.push_screen(cached)
 
     def action_help(self) -> None:
         """Open the keys of the current screen."""

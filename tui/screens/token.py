@@ -89,6 +89,22 @@ class TokenScreen(SteeringScreen):
                 yield DataTable(id="children", cursor_type="row")
         yield Footer()
 
+    def retarget(self, token: str) -> None:
+        """Show another token: forget everything shown of the previous one."""
+        self.workers.cancel_node(self)
+        self.token_id = token
+        self.title = f"token {token}"
+        self.token = None
+        self.last_seq = 0
+        self.memory = []
+        self.query_one("#line", Static).update(Text(f"{token}: loading"))
+        self.query_one("#history", RichLog).clear()
+        self.query_one("#context", Static).update("")
+        self.query_one("#memory-value", Static).update("select a key to see its whole value")
+        for name in TABLES:
+            self.query_one(f"#{name}", DataTable).clear()
+        self.query_one(TabbedContent).active = "history-tab"
+
     def on_mount(self) -> None:
         """Columns and the poll timer."""
         for name, columns in TABLES.items():
@@ -130,11 +146,11 @@ class TokenScreen(SteeringScreen):
     async def _poll(self) -> None:
         plane, ident = self.console.plane, self.token_id
         token = await self.console.call(plane.token(ident))
-        if token is None:
+        if token is None or ident != self.token_id:
             return
         self.show_token(token)
         entries = await self.console.call(plane.history(ident, after=self.last_seq))
-        if entries is not None:
+        if entries is not None and ident == self.token_id:
             self.append_history(entries)
         tab = self.query_one(TabbedContent).active
         if tab == "tasks-tab":

@@ -18,17 +18,19 @@ from tui.format import STATUSES, since, status_text
 from tui.schema import state_key
 from tui.screens.steering import STEERING_BINDINGS, SteeringScreen
 from tui.widgets import Banner, StatesPanel, StatusBar
+from tui.widgets.token_list import TokenList
 
 LIMIT = 1000
 """The most tokens one listing answers (spec 20 §4.1): the most recently moved."""
 
+# (label, key, width): fixed widths, so that drawing a row never needs the others.
 COLUMNS = (
-    ("id", "id"),
-    ("state", "state"),
-    ("visit", "visit"),
-    ("status", "status"),
-    ("in state", "age"),
-    ("parent", "parent"),
+    ("id", "id", 26),
+    ("state", "state", 12),
+    ("visit", "visit", 5),
+    ("status", "status", 9),
+    ("in state", "age", 8),
+    ("parent", "parent", 12),
 )
 
 
@@ -95,7 +97,7 @@ class TokensScreen(SteeringScreen):
         self.prefix = ""
         self.hide_children = False
         self._keys: list[str] = []
-        self._cells: dict[str, tuple[str, ...]] = {}
+        self._fixed: dict[tuple[object, ...], list[Text]] = {}
         self._timer: Timer | None = None
         self.loaded = False
         """True once the first listing is on screen (the benchmark waits for it)."""
@@ -108,14 +110,11 @@ class TokensScreen(SteeringScreen):
         yield Input(placeholder="id prefix; enter opens an exact id", id="search")
         with Horizontal(classes="main-row"):
             yield StatesPanel(id="states")
-            yield DataTable(id="tokens", cursor_type="row", zebra_stripes=True)
+            yield TokenList(COLUMNS, id="tokens")
         yield Footer()
 
     def on_mount(self) -> None:
         """Columns, the poll timer, and the states panel following the app's stats."""
-        table = self.query_one("#tokens", DataTable)
-        for label, key in COLUMNS:
-            table.add_column(label, key=key)
         if self.console.frozen:
             self.query_one("#search", Input).cursor_blink = False
         self.watch(self.console, "stats", self._stats_changed)
@@ -159,58 +158,45 @@ class TokensScreen(SteeringScreen):
             return
         self.listing = listing
         self.tokens = {str(t.get("token")): t for t in listing}
+        if len(self._fixed) > 4 * LIMIT:
+            self._fixed.clear()  # rows of tokens long gone
         self.render_rows()
         self.loaded = True
 
     def render_rows(self) -> None:
-        """Show the listing; cells are updated in place when the rows stay the same."""
-        table = self.query_one("#tokens", DataTable)
+        """Show the listing (the list draws only the rows on screen)."""
         rows = arrange(
             self.listing,
             state=self.state_filter,
             prefix=self.prefix,
             hide_children=self.hide_children,
         )
-        keys = [str(t.get("token")) for t, _ in rows]
         now = self.console.now()
-        cells = {str(t.get("token")): self._row(t, depth, now) for t, depth in rows}
-        if keys == self._keys:
-            self._update(table, cells)
-        else:
-            self._rebuild(table, keys, cells)
-        self._keys = keys
-        self._cells = {k: tuple(c.plain for c in v) for k, v in cells.items()}
+        shown = [(str(t.get("token")), self._row(t, depth, now)) for t, depth in rows]
+        self.query_one("#tokens", TokenList).set_rows(shown)
+        self._keys = [key for key, _ in shown]
         self._show_filters(len(rows))
 
-    def _update(self, table: DataTable[Any], cells: dict[str, list[Text]]) -> None:
-        for key, row in cells.items():
-            old = self._cells.get(key, ())
-            for index, (cell, (_, column)) in enumerate(zip(row, COLUMNS, strict=True)):
-                if index >= len(old) or old[index] != cell.plain:
-                    table.update_cell(key, column, cell)
-
-    def _rebuild(
-        self, table: DataTable[Any], keys: list[str], cells: dict[str, list[Text]]
-    ) -> None:
-        selected = self._selected_key()
-        table.clear()
-        for key in keys:
-            table.add_row(*cells[key], key=key)
-        if selected in cells:
-            table.move_cursor(row=table.get_row_index(selected), animate=False)
+    def _row(self, token: dict[str, Any], depth: int, now: Any) -> list[Text]:
+        """The cells of a token's row; all but the age are kept while the token is unchanged."""
+        key = (str(token.get("token")), depth, token.get("state"), token.get("status"),
+               token.get("visit"), token.get("parent"))  # fmt: skip
+        fixed = self._fixed.get(key)
+        if fixed is None:
+            fixed = self._fixed[key] = self._fixed_cells(token, depth)
+        age = Text(since(token.get("entered_at"), now), justify="right")
+        return [*fixed[:4], age, fixed[4]]
 
     @staticmethod
-    def _row(token: dict[str, Any], depth: int, now: Any) -> list[Text]:
+    def _fixed_cells(token: dict[str, Any], depth: int) -> list[Text]:
         ident = str(token.get("token"))
         if depth:
             ident = "  " * (depth - 1) + "└ " + ident
-        visit = token.get("visit")
         return [
             Text(ident, style="dim" if depth else "bold"),
             Text(display_state(token.get("state")), style="cyan"),
-            Text(str(visit), justify="right"),
+            Text(str(token.get("visit")), justify="right"),
             status_text(token.get("status")),
-            Text(since(token.get("entered_at"), now), justify="right"),
             Text(str(token.get("parent") or ""), style="dim"),
         ]
 
@@ -228,11 +214,7 @@ class TokensScreen(SteeringScreen):
     # ------------------------------------------------------------------ selection
 
     def _selected_key(self) -> str | None:
-        table = self.query_one("#tokens", DataTable)
-        if table.row_count == 0:
-            return None
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        return str(key) if key is not None else None
+        return self.query_one("#tokens", TokenList).cursor_key
 
     def selected_token(self) -> dict[str, Any] | None:
         """The token under the cursor."""
@@ -249,7 +231,7 @@ class TokensScreen(SteeringScreen):
 
     # ------------------------------------------------------------------ keys
 
-    @on(DataTable.RowSelected, "#tokens")
+    @on(TokenList.Selected, "#tokens")
     def action_open(self) -> None:
         """Open the selected token."""
         key = self._selected_key()
@@ -258,16 +240,14 @@ class TokensScreen(SteeringScreen):
 
     def open_token(self, token: str) -> None:
         """Push the token screen of `token`."""
-        from tui.screens.token import TokenScreen
-
-        self.app.push_screen(TokenScreen(token))
+        self.console.open_token(token)
 
     @on(DataTable.RowSelected, "#states")
     def _state_chosen(self, selected: DataTable.RowSelected) -> None:
         state = str(selected.row_key.value)
         self.state_filter = None if self.state_filter == state else state
         self.render_rows()
-        self.query_one("#tokens", DataTable).focus()
+        self.query_one("#tokens", TokenList).focus()
 
     def action_status(self, status: str | None) -> None:
         """Show only the tokens of `status` (None: all)."""
@@ -302,7 +282,7 @@ class TokensScreen(SteeringScreen):
         elif len(self._keys) == 1:
             self.open_token(self._keys[0])
         else:
-            self.query_one("#tokens", DataTable).focus()
+            self.query_one("#tokens", TokenList).focus()
 
     def action_clear(self) -> None:
         """Clear the id and state filters, and hide the search."""
@@ -312,7 +292,7 @@ class TokensScreen(SteeringScreen):
         self.prefix = ""
         self.state_filter = None
         self.render_rows()
-        self.query_one("#tokens", DataTable).focus()
+        self.query_one("#tokens", TokenList).focus()
 
     def palette_commands(self) -> list[Any]:
         """The palette's commands of this screen: filters and steering."""

@@ -35,6 +35,7 @@ from tui.screens.outboxes import OutboxesScreen
 from tui.screens.start import StartScreen
 from tui.screens.token import TokenScreen
 from tui.widgets import Banner
+from tui.widgets.token_list import TokenList
 
 ROUTINES = """
 import time
@@ -103,15 +104,18 @@ def console(live: Live, tmp_path: Path, **options: Any) -> ConsoleApp:
 
 
 def rows(app: ConsoleApp, table: str) -> dict[str, list[str]]:
+    if table == "tokens":
+        tokens = app.screen.query_one("#tokens", TokenList)
+        return {key: plain(cells) for key, cells in tokens.rows}
     found = app.screen.query_one(f"#{table}", DataTable)
     return {str(r.value): plain(found.get_row(str(r.value))) for r in found.rows}
 
 
 async def select(app: ConsoleApp, pilot: Any, token: str) -> None:
     await wait_for(pilot, lambda: token in rows(app, "tokens"))
-    table = app.screen.query_one("#tokens", DataTable)
-    table.move_cursor(row=table.get_row_index(token))
-    table.focus()
+    tokens = app.screen.query_one("#tokens", TokenList)
+    tokens.move_to(token)
+    tokens.focus()
 
 
 async def test_list_filter_open_and_watch_the_history_grow(live: Live, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from tests.unit.tui.test_other_screens import write_folder
 from tui.app import ConsoleApp, make_console
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.fire import FireScreen
+from tui.widgets.token_list import TokenList
 
 Snap = Callable[..., bool]
 
@@ -110,7 +111,7 @@ def test_fire_form(snap_compare: Snap, console: Callable[..., ConsoleApp]) -> No
 def test_cancel_confirmation(snap_compare: Snap, console: Callable[..., ConsoleApp]) -> None:
     async def cancel(pilot: Pilot[Any]) -> None:
         await settle(pilot)
-        pilot.app.screen.query_one("#tokens", DataTable).move_cursor(row=4)
+        pilot.app.screen.query_one("#tokens", TokenList).cursor = 4
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen))
         await pilot.pause()

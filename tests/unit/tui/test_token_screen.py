@@ -13,6 +13,7 @@ from tui.app import ConsoleApp
 from tui.screens.fire import FireScreen
 from tui.screens.start import StartScreen
 from tui.screens.token import TokenScreen
+from tui.widgets.token_list import TokenList
 
 
 def log_lines(app: ConsoleApp) -> list[str]:
@@ -88,7 +89,7 @@ async def test_children_are_navigable_and_a_child_names_its_parent(
     app = console()
     async with app.run_test(size=(120, 30)) as pilot:
         await settle(pilot)
-        app.screen.query_one("#tokens", DataTable).move_cursor(row=4)  # ORDER-3
+        app.screen.query_one("#tokens", TokenList).cursor = 4  # ORDER-3
         await pilot.press("enter")
         await settle(pilot)
         app.screen.query_one(TabbedContent).active = "children-tab"
@@ -158,8 +159,8 @@ async def test_fire_refused_is_a_notification_and_keeps_the_form(
         assert isinstance(app.screen, FireScreen)
         await pilot.press("escape")
         await settle(pilot)
-        table = app.screen.query_one("#tokens", DataTable)
-        assert plain(table.get_row("ORDER-1"))[3] == "completed"
+        table = app.screen.query_one("#tokens", TokenList)
+        assert plain(table.row("ORDER-1"))[3] == "completed"
 
 
 async def test_start_checks_the_id_and_context_then_starts(
@@ -186,5 +187,5 @@ async def test_start_checks_the_id_and_context_then_starts(
         await settle(pilot)
         assert recorded.requests == ["start ORDER-77 {'title': 'seventy-seven'}"]
         assert "ORDER-77: draft, active" in notes(pilot)
-        ids = [str(r.value) for r in app.screen.query_one("#tokens", DataTable).rows]
+        ids = app.screen.query_one("#tokens", TokenList).keys
         assert ids[0] == "ORDER-77"

@@ -11,11 +11,11 @@ from tests.unit.tui.recorded import Recorded
 from tui.app import ConsoleApp
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.tokens import TokensScreen, arrange
+from tui.widgets.token_list import TokenList
 
 
 def shown_ids(app: ConsoleApp) -> list[str]:
-    table = app.screen.query_one("#tokens", DataTable)
-    return [str(row.value) for row in table.rows]
+    return app.screen.query_one("#tokens", TokenList).keys
 
 
 async def test_lists_tokens_most_recently_moved_first_with_children_below_parents(
@@ -35,9 +35,9 @@ async def test_lists_tokens_most_recently_moved_first_with_children_below_parent
             "ORDER-5",
             "ORDER-6",
         ]
-        table = app.screen.query_one("#tokens", DataTable)
-        assert plain(table.get_row("ORDER-2")) == ["ORDER-2", "draft", "2", "paused", "2m", ""]
-        assert table.get_row("ORDER-3.checks.1.stock")[0].plain == "└ ORDER-3.checks.1.stock"
+        table = app.screen.query_one("#tokens", TokenList)
+        assert plain(table.row("ORDER-2")) == ["ORDER-2", "draft", "2", "paused", "2m", ""]
+        assert table.row("ORDER-3.checks.1.stock")[0].plain == "└ ORDER-3.checks.1.stock"
         await pilot.press("h")
         assert "ORDER-3.checks.1.stock" not in shown_ids(app)
 
@@ -103,8 +103,8 @@ async def test_pause_then_resume_refused_shows_the_code_and_sentence(
         await settle(pilot)
         await pilot.press("p")  # ORDER-1 is selected and active
         await settle(pilot)
-        table = app.screen.query_one("#tokens", DataTable)
-        assert table.get_row("ORDER-1")[3].plain == "paused"
+        table = app.screen.query_one("#tokens", TokenList)
+        assert table.row("ORDER-1")[3].plain == "paused"
         await pilot.press("p")  # paused already: refused
         await settle(pilot)
         assert recorded.requests == ["pause ORDER-1", "pause ORDER-1"]
@@ -113,7 +113,7 @@ async def test_pause_then_resume_refused_shows_the_code_and_sentence(
             "token_not_active: token 'ORDER-1' is paused; only an active token can be paused"
             in messages
         )
-        assert table.get_row("ORDER-1")[3].plain == "paused"
+        assert table.row("ORDER-1")[3].plain == "paused"
 
 
 async def test_a_child_has_no_steering_keys(
@@ -122,8 +122,8 @@ async def test_a_child_has_no_steering_keys(
     app = console()
     async with app.run_test(size=(120, 30)) as pilot:
         await settle(pilot)
-        table = app.screen.query_one("#tokens", DataTable)
-        table.move_cursor(row=table.get_row_index("ORDER-3.checks.1.stock"))
+        table = app.screen.query_one("#tokens", TokenList)
+        table.move_to("ORDER-3.checks.1.stock")
         await pilot.press("p")
         await settle(pilot)
         assert recorded.requests == []
@@ -136,8 +136,8 @@ async def test_cancel_asks_first_naming_the_children(
     app = console()
     async with app.run_test(size=(120, 30)) as pilot:
         await settle(pilot)
-        table = app.screen.query_one("#tokens", DataTable)
-        table.move_cursor(row=table.get_row_index("ORDER-3"))
+        table = app.screen.query_one("#tokens", TokenList)
+        table.move_to("ORDER-3")
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         question = str(app.screen.query_one("#question", Static).render())
@@ -151,4 +151,4 @@ async def test_cancel_asks_first_naming_the_children(
         await pilot.press("y")
         await settle(pilot)
         assert recorded.requests == ["cancel ORDER-3"]
-        assert app.screen.query_one("#tokens", DataTable).get_row("ORDER-3")[3].plain == "cancelled"
+        assert app.screen.query_one("#tokens", TokenList).row("ORDER-3")[3].plain == "cancelled"

@@ -1,0 +1,210 @@
+"""A fast list of rows with a cursor: only the lines on screen are ever rendered.
+
+The tokens screen shows up to 1000 tokens and redraws them at every poll; a DataTable measures
+and lays out every cell, which took seconds for 1000 rows on a small machine. This widget keeps
+plain rows and draws the visible lines (Textual's line API), so a poll or a key press costs the
+same with 10 rows or 1000.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+Row = tuple[str, list[Text]]
+"""A row: its key and its cells."""
+
+
+class TokenList(ScrollView, can_focus=True):
+    """Rows of cells in fixed-width columns, a header line, and a cursor row."""
+
+    DEFAULT_CSS = """
+    TokenList {
+        height: 1fr;
+        background: $surface;
+    }
+    TokenList > .token-list--header {
+        text-style: bold;
+        color: $text-accent;
+    }
+    TokenList > .token-list--cursor {
+        background: $block-cursor-background;
+        color: $block-cursor-foreground;
+    }
+    """
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"token-list--header", "token-list--cursor"}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "move(-1)", "Up", show=False),
+        Binding("down", "move(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "jump(0)", "First", show=False),
+        Binding("end", "jump(-1)", "Last", show=False),
+        Binding("enter", "select", "Open", show=False),
+    ]
+
+    cursor: reactive[int] = reactive(0)
+    """The index of the cursor row."""
+
+    class Selected(Message):
+        """Enter on a row."""
+
+        def __init__(self, token_list: TokenList, key: str) -> None:
+            super().__init__()
+            self.token_list = token_list
+            self.key = key
+
+        @property
+        def control(self) -> TokenList:
+            """The list the row belongs to (for `@on(..., "#id")`)."""
+            return self.token_list
+
+    def __init__(self, columns: tuple[tuple[str, str, int], ...], *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.base_columns = columns
+        self.columns = columns
+        self.rows: list[Row] = []
+        self._index: dict[str, int] = {}
+        self._width = sum(width + 1 for _, _, width in columns)
+        # Drawn lines by (row index, under the cursor): a key press redraws from here.
+        self._strips: dict[tuple[int, bool], Strip] = {}
+
+    # ------------------------------------------------------------------ data
+
+    @property
+    def keys(self) -> list[str]:
+        """The keys of the rows, in order."""
+        return [key for key, _ in self.rows]
+
+    @property
+    def row_count(self) -> int:
+        """How many rows there are."""
+        return len(self.rows)
+
+    @property
+    def cursor_key(self) -> str | None:
+        """The key of the cursor row, or None when there are no rows."""
+        return self.rows[self.cursor][0] if self.rows else None
+
+    def row(self, key: str) -> list[Text]:
+        """The cells of the row `key`."""
+        return self.rows[self._index[key]][1]
+
+    def set_rows(self, rows: list[Row]) -> None:
+        """Show `rows`, keeping the cursor on the same key when it is still there."""
+        selected = self.cursor_key
+        self.rows = rows
+        self._index = {key: n for n, (key, _) in enumerate(rows)}
+        self._strips.clear()
+        self.virtual_size = Size(self._width, len(rows) + 1)
+        if selected in self._index:
+            self.cursor = self._index[selected]
+        else:
+            self.cursor = min(self.cursor, max(0, len(rows) - 1))
+        self.refresh()
+
+    def move_to(self, key: str) -> None:
+        """Put the cursor on the row `key`."""
+        if key in self._index:
+            self.cursor = self._index[key]
+
+    # ------------------------------------------------------------------ drawing
+
+    def render_line(self, y: int) -> Strip:
+        """Line `y` of the widget: the header, or the row under it after scrolling."""
+        scroll_x, scroll_y = self.scroll_offset
+        if y == 0:
+            cells = [Text(label) for label, _, _ in self.columns]
+            style = self.get_component_rich_style("token-list--header")
+        else:
+            index = scroll_y + y - 1
+            if index >= len(self.rows):
+                return Strip.blank(self.size.width, self.rich_style)
+            under = index == self.cursor and self.has_focus
+            strip = self._strips.get((index, under))
+            if strip is None:
+                style = self.get_component_rich_style("token-list--cursor") if under else Style()
+                strip = self._strips[(index, under)] = self._strip(self.rows[index][1], style)
+            return strip.crop(scroll_x, scroll_x + self.size.width)
+        return self._strip(cells, style).crop(scroll_x, scroll_x + self.size.width)
+
+    def _strip(self, cells: list[Text], style: Style) -> Strip:
+        segments: list[Segment] = []
+        base = self.rich_style + style
+        for cell, (_, _, width) in zip(cells, self.columns, strict=False):
+            text = cell.copy()
+            text.truncate(width, overflow="ellipsis", pad=True)
+            for piece in text.render(self.app.console):
+                segments.append(Segment(piece.text, base + piece.style if piece.style else base))
+            segments.append(Segment(" ", base))
+        return Strip(segments).extend_cell_length(max(self.size.width, self._width), base)
+
+    def on_resize(self) -> None:
+        """Give a wide terminal's room to the first and the last column, and draw again."""
+        spare = max(0, self.size.width - 2 - sum(w + 1 for _, _, w in self.base_columns))
+        first, last = min(spare, 34), min(max(0, spare - 34), 24)
+        columns = list(self.base_columns)
+        label, key, width = columns[0]
+        columns[0] = (label, key, width + first)
+        label, key, width = columns[-1]
+        columns[-1] = (label, key, width + last)
+        self.columns = tuple(columns)
+        self._width = sum(width + 1 for _, _, width in self.columns)
+        self.virtual_size = Size(self._width, len(self.rows) + 1)
+        self._strips.clear()
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        """Redraw the two rows and keep the cursor in view."""
+        self.refresh()
+        top = self.scroll_offset.y
+        visible = max(1, self.size.height - 1)
+        if new < top:
+            self.scroll_to(y=new, animate=False)
+        elif new >= top + visible:
+            self.scroll_to(y=new - visible + 1, animate=False)
+
+    def on_focus(self) -> None:
+        """Show the cursor."""
+        self.refresh()
+
+    def on_blur(self) -> None:
+        """Hide the cursor."""
+        self.refresh()
+
+    # ------------------------------------------------------------------ keys
+
+    def action_move(self, step: int) -> None:
+        """Move the cursor by `step` rows."""
+        if self.rows:
+            self.cursor = max(0, min(len(self.rows) - 1, self.cursor + step))
+
+    def action_page(self, direction: int) -> None:
+        """Move the cursor by one screen."""
+        self.action_move(direction * max(1, self.size.height - 2))
+
+    def action_jump(self, index: int) -> None:
+        """Move the cursor to the first (0) or the last (-1) row."""
+        if self.rows:
+            self.cursor = index % len(self.rows)
+
+    def action_select(self) -> None:
+        """Open the cursor row."""
+        if self.rows:
+            self.post_message(self.Selected(self, self.rows[self.cursor][0]))
+
+    def on_click(self, event: object) -> None:
+        """A click puts the cursor on the clicked row."""
+        offset = getattr(event, "y", None)
+        if isinstance(offset, int) and offset > 0:
+            index = self.scroll_offset.y + offset - 1
+            if index < len(self.rows):
+                self.cursor = index
