@@ -60,7 +60,7 @@ def run(folder: Path, db_url: str, tokens: int, supervisors: int, tasks: int) ->
 def main() -> None:
     """Run the benchmark and print one JSON line."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--tokens", type=int, default=2000)
+    parser.add_argument("--tokens", type=int, default=1000)
     parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--supervisors", type=int, default=1)
     parser.add_argument("--tasks", type=int, default=16)

@@ -23,7 +23,7 @@ def main() -> None:
     """Run the benchmark and print one JSON line."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--preload", type=int, default=100_000)
-    parser.add_argument("--tokens", type=int, default=1000)
+    parser.add_argument("--tokens", type=int, default=500)
     parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
     args = parser.parse_args()
     with common.fresh_folder() as folder, common.database(args.db, folder) as db_url:

@@ -50,7 +50,7 @@ def measure(url: str, count: int, prefix: str) -> dict[str, float]:
 def main() -> None:
     """Run the benchmark and print one JSON line."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--tokens", type=int, default=2000)
+    parser.add_argument("--tokens", type=int, default=1000)
     parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument(
         "--url", default=None, help="an already running serve (its database is used as is)"
