@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from functools import partial
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -14,11 +16,11 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static
 
 from stateous.model.history import display_state
-from tui.format import STATUSES, since, status_text
+from tui.format import STATUSES, duration, parse_time, status_text
 from tui.schema import state_key
 from tui.screens.steering import STEERING_BINDINGS, SteeringScreen
 from tui.widgets import Banner, StatesPanel, StatusBar
-from tui.widgets.token_list import TokenList
+from tui.widgets.token_list import Cell, TokenList
 
 LIMIT = 1000
 """The most tokens one listing answers (spec 20 §4.1): the most recently moved."""
@@ -97,7 +99,8 @@ class TokensScreen(SteeringScreen):
         self.prefix = ""
         self.hide_children = False
         self._keys: list[str] = []
-        self._fixed: dict[tuple[object, ...], list[Text]] = {}
+        self._fixed: dict[tuple[object, ...], list[Cell]] = {}
+        self._filters_shown = ""
         self._timer: Timer | None = None
         self.loaded = False
         """True once the first listing is on screen (the benchmark waits for it)."""
@@ -171,21 +174,26 @@ class TokensScreen(SteeringScreen):
             prefix=self.prefix,
             hide_children=self.hide_children,
         )
-        now = self.console.now()
-        shown = [(str(t.get("token")), self._row(t, depth, now)) for t, depth in rows]
+        shown = [(str(t.get("token")), self._row(t, depth)) for t, depth in rows]
         self.query_one("#tokens", TokenList).set_rows(shown)
         self._keys = [key for key, _ in shown]
         self._show_filters(len(rows))
 
-    def _row(self, token: dict[str, Any], depth: int, now: Any) -> list[Text]:
-        """The cells of a token's row; all but the age are kept while the token is unchanged."""
+    def _row(self, token: dict[str, Any], depth: int) -> list[Cell]:
+        """The cells of a token's row; kept while the token is unchanged, the age drawn late."""
         key = (str(token.get("token")), depth, token.get("state"), token.get("status"),
-               token.get("visit"), token.get("parent"))  # fmt: skip
-        fixed = self._fixed.get(key)
-        if fixed is None:
-            fixed = self._fixed[key] = self._fixed_cells(token, depth)
-        age = Text(since(token.get("entered_at"), now), justify="right")
-        return [*fixed[:4], age, fixed[4]]
+               token.get("visit"), token.get("parent"), token.get("entered_at"))  # fmt: skip
+        row = self._fixed.get(key)
+        if row is None:
+            fixed = self._fixed_cells(token, depth)
+            entered = parse_time(token.get("entered_at"))
+            row = self._fixed[key] = [*fixed[:4], partial(self._age, entered), fixed[4]]
+        return row
+
+    def _age(self, entered: datetime | None) -> Text:
+        """Time in state, computed when the row is drawn (only rows on screen are)."""
+        text = "?" if entered is None else duration((self.console.now() - entered).total_seconds())
+        return Text(text, justify="right")
 
     @staticmethod
     def _fixed_cells(token: dict[str, Any], depth: int) -> list[Text]:
@@ -209,7 +217,10 @@ class TokensScreen(SteeringScreen):
         ]
         if shown is not None:
             parts.append(f"{shown} of the {len(self.listing)} most recently moved")
-        self.query_one("#filters", Static).update(" · ".join(parts))
+        text = " · ".join(parts)
+        if text != self._filters_shown:
+            self._filters_shown = text
+            self.query_one("#filters", Static).update(text)
 
     # ------------------------------------------------------------------ selection
 

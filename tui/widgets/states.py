@@ -57,10 +57,14 @@ class StatesPanel(DataTable[Any]):
                 self.add_row(name, *self._counts(per_state.get(name)), key=name)
             return
         for name in names:
-            for column, cell in zip(
-                ("active", "paused", "queued"), self._counts(per_state.get(name)), strict=True
+            old = self.get_row(name)
+            cells = self._counts(per_state.get(name))
+            for index, (column, cell) in enumerate(
+                zip(("active", "paused", "queued"), cells, strict=True), start=1
             ):
-                self.update_cell(name, column, cell)
+                # Unchanged counts are left alone: each update redraws the table.
+                if str(old[index]) != cell.plain:
+                    self.update_cell(name, column, cell)
 
     @staticmethod
     def _counts(entry: object) -> list[Text]:

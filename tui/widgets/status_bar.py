@@ -38,9 +38,15 @@ class StatusBar(Static):
         self.watch(app, "stats", self._redraw)
         self.watch(app, "unreachable", self._redraw)
 
+    _shown: Text | None = None
+
     def _redraw(self, _value: object = None) -> None:
         app: ConsoleApp = self.app  # type: ignore[assignment]  # the console is the only app
-        self.update(render_status(app.plane.url, app.health, app.stats, app.unreachable))
+        text = render_status(app.plane.url, app.health, app.stats, app.unreachable)
+        # An update lays the screen out again: only when the bar really changed.
+        if self._shown is None or text != self._shown:
+            self._shown = text
+            self.update(text)
 
 
 def render_status(

@@ -8,6 +8,7 @@ same with 10 rows or 1000.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.segment import Segment
@@ -20,7 +21,9 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-Row = tuple[str, list[Text]]
+Cell = Text | Callable[[], Text]
+"""A cell, or a function that makes it when the row is drawn (a time that moves on)."""
+Row = tuple[str, list[Cell]]
 """A row: its key and its cells."""
 
 
@@ -96,8 +99,8 @@ class TokenList(ScrollView, can_focus=True):
         return self.rows[self.cursor][0] if self.rows else None
 
     def row(self, key: str) -> list[Text]:
-        """The cells of the row `key`."""
-        return self.rows[self._index[key]][1]
+        """The cells of the row `key`, as they would be drawn now."""
+        return [cell() if callable(cell) else cell for cell in self.rows[self._index[key]][1]]
 
     def set_rows(self, rows: list[Row]) -> None:
         """Show `rows`, keeping the cursor on the same key when it is still there."""
@@ -123,7 +126,7 @@ class TokenList(ScrollView, can_focus=True):
         """Line `y` of the widget: the header, or the row under it after scrolling."""
         scroll_x, scroll_y = self.scroll_offset
         if y == 0:
-            cells = [Text(label) for label, _, _ in self.columns]
+            cells: list[Cell] = [Text(label) for label, _, _ in self.columns]
             style = self.get_component_rich_style("token-list--header")
         else:
             index = scroll_y + y - 1
@@ -137,11 +140,11 @@ class TokenList(ScrollView, can_focus=True):
             return strip.crop(scroll_x, scroll_x + self.size.width)
         return self._strip(cells, style).crop(scroll_x, scroll_x + self.size.width)
 
-    def _strip(self, cells: list[Text], style: Style) -> Strip:
+    def _strip(self, cells: list[Cell], style: Style) -> Strip:
         segments: list[Segment] = []
         base = self.rich_style + style
         for cell, (_, _, width) in zip(cells, self.columns, strict=False):
-            text = cell.copy()
+            text = cell() if callable(cell) else cell.copy()
             text.truncate(width, overflow="ellipsis", pad=True)
             for piece in text.render(self.app.console):
                 segments.append(Segment(piece.text, base + piece.style if piece.style else base))

@@ -26,7 +26,8 @@ async def wait_for(pilot: Pilot[Any], condition: Callable[[], bool], timeout: fl
 
 def plain(row: list[Any]) -> list[str]:
     """The text of each cell of a row."""
-    return [str(getattr(cell, "plain", cell)) for cell in row]
+    cells = [cell() if callable(cell) else cell for cell in row]
+    return [str(getattr(cell, "plain", cell)) for cell in cells]
 
 
 def notes(pilot: Pilot[Any]) -> list[str]:
