@@ -49,7 +49,6 @@ from tui.screens.token import TokenScreen  # noqa: E402
 from tui.screens.tokens import TokensScreen  # noqa: E402
 from tui.widgets.token_list import TokenList  # noqa: E402
 
-
 PAUSE = 0.3
 """Seconds between two timed presses."""
 
