@@ -24,8 +24,9 @@ T = TypeVar("T")
 RETRY_STATES = frozenset({"40P01", "40001"})
 
 
-
-def postgres_connect_args(statement_timeout: float = 30.0, lock_timeout: float = 10.0) -> dict[str, Any]:
+def postgres_connect_args(
+    statement_timeout: float = 30.0, lock_timeout: float = 10.0
+) -> dict[str, Any]:
     """The connection time limits of spec 20 §3.6 (tests may shorten them)."""
     return {
         "connect_timeout": 10,
