@@ -165,12 +165,13 @@ class Supervisor:
         *,
         url: str | None = None,
         timings: Timings | None = None,
+        remote: Remote | None = None,
     ) -> None:
         self.settings = settings
         self.outbox = outbox
         self.url = url or settings.url
         self.timings = timings or Timings.from_env()
-        self.remote = Remote(self.url)
+        self.remote = remote or Remote(self.url)
         # Long-poll claims until the control plane refuses the field (spec 70 §2).
         self.long_poll = self.timings.wait > 0
         self.registry = Registry({})
@@ -712,7 +713,25 @@ def supervise_folder(folder: Path) -> int:
 
 async def _main(settings: Settings, outbox: Outbox) -> int:
     supervisor = Supervisor(settings, outbox)
-    await supervisor.start()
+    # A stop signal before the handlers of §4.9 are in place ends the command with exit 1.
+    interrupted = asyncio.Event()
+
+    def interrupt() -> None:
+        interrupted.set()
+        supervisor.stopping = True
+        supervisor._stop.set()
+
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, interrupt)
+    try:
+        await supervisor.start()
+    except StartError:
+        if interrupted.is_set():
+            return 1
+        raise
+    if interrupted.is_set():
+        return 1
     supervisor.install_signals()
     code = await supervisor.run()
     if supervisor.forced:

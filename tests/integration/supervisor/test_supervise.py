@@ -277,11 +277,6 @@ def test_sigkill_after_a_note_is_committed_then_restart_resends_it(
     assert outbox_rows(folder) == []
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="serve has no setting yet to shorten the 2-minute lease of a real process "
-    "(STATEOUS_LEASE_SECONDS is what this test asks of it)",
-)
 def test_sigkill_mid_routine_then_the_lease_ends_and_attempt_2_runs(
     graph: Path, tmp_path: Path
 ) -> None:
@@ -315,3 +310,42 @@ def test_sigkill_mid_routine_then_the_lease_ends_and_attempt_2_runs(
         assert kinds[2].startswith(
             'task_failed {"task": 1, "error": "build-box-1 stopped answering: '
         )
+
+
+def test_a_task_taken_back_cancels_its_async_routine(plane: ServeProcess, tmp_path: Path) -> None:
+    folder = make_folder(tmp_path, plane.url)
+    running = start_supervise(folder)
+    try:
+        running.wait_for("serves")
+        start(plane.url, "T-HANG", "hang")
+        running.wait_for(r"^task 1: coding of T-HANG, attempt 1$")
+        cancelled = httpx.post(f"{plane.url}/tokens/T-HANG/cancel", timeout=10)
+        assert cancelled.status_code == 200
+        running.wait_for(
+            r"^task 1 of T-HANG: the control plane took it back; cancelling its routine$"
+        )
+    finally:
+        assert running.stop() == 0
+    messages = running.messages()
+    assert not any("reported" in m for m in messages)
+    assert messages[-1] == (
+        "stopping: no new tasks; waiting for 0 routine(s) (signal again to stop now)"
+    )
+    assert outbox_rows(folder) == []
+
+
+def test_ctrl_c_while_waiting_for_the_control_plane_exits_1(graph: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "early"
+    init_folder(str(graph), folder)
+    (folder / "routines.py").write_text(ROUTINES, encoding="utf-8")
+    (folder / "stateous.yaml").write_text(
+        f"url: http://127.0.0.1:{free_port()}\n", encoding="utf-8"
+    )
+    running = start_supervise(folder)
+    running.wait_for(
+        r"^cannot reach the control plane at http://127\.0\.0\.1:\d+ \(.*\); trying again in "
+    )
+    import signal
+
+    running.process.send_signal(signal.SIGINT)
+    assert running.process.wait(timeout=20) == 1
