@@ -78,6 +78,8 @@ def plane(graph: Path, tmp_path: Path) -> Iterator[ServeProcess]:
 def make_folder(tmp_path: Path, url: str, *, name: str = "build-box-1") -> Path:
     folder = tmp_path / "sdlc-supervisor"
     init_folder(url, folder)
+    # From a URL, init writes that URL as given (spec 40 §2.4).
+    assert f'url: "{url}"    # the control plane\n' in (folder / "stateous.yaml").read_text()
     (folder / "routines.py").write_text(ROUTINES, encoding="utf-8")
     (folder / "stateous.yaml").write_text(f"url: {url}\ntasks: 4\nname: {name}\n", encoding="utf-8")
     return folder
@@ -349,3 +351,38 @@ def test_ctrl_c_while_waiting_for_the_control_plane_exits_1(graph: Path, tmp_pat
 
     running.process.send_signal(signal.SIGINT)
     assert running.process.wait(timeout=20) == 1
+
+
+def test_folder_errors_and_a_server_that_is_no_control_plane(graph: Path, tmp_path: Path) -> None:
+    import http.server
+    import threading
+
+    missing = start_supervise(tmp_path / "nowhere")
+    assert missing.process.wait(timeout=20) == 1
+    assert missing.read(timeout=0.5) == [f"error: {tmp_path / 'nowhere'} is not a folder"]
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"<html>hello</html>")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        folder = tmp_path / "box"
+        init_folder(str(graph), folder)
+        (folder / "stateous.yaml").write_text(f"url: {url}\n", encoding="utf-8")
+        page = start_supervise(folder)
+        assert page.process.wait(timeout=20) == 1
+        assert page.read(timeout=0.5) == [
+            f"error: {url} did not answer as a Stateous control plane: the control plane's "
+            "answer is not a JSON object"
+        ]
+    finally:
+        server.shutdown()
+        server.server_close()
