@@ -98,7 +98,9 @@ class ConsoleApp(App[None]):
     async def on_unmount(self) -> None:
         """Keep the URL, the folders and the theme for next time; close the connections."""
         if self.settings_file is not None:
-            settings = Settings(url=self.plane.url, supervisors=self.supervisors, theme=self.theme)
+            # Folders given this time replace the last ones; none given keeps them.
+            folders = self.supervisors or self.settings.supervisors
+            settings = Settings(url=self.plane.url, supervisors=folders, theme=self.theme)
             problem = save_settings(self.settings_file, settings)
             if problem:
                 self.log.warning(problem)

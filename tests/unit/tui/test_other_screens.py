@@ -256,6 +256,13 @@ async def test_the_console_remembers_url_folders_and_theme(
         Settings(url="http://control-plane.test:8080", supervisors=("./sup",), theme="nord"),
         None,
     )
+    # Started again without --supervisor: the folders last used are kept.
+    again = console(settings=load_settings(tmp_path / "console.yaml")[0])
+    async with again.run_test(size=(100, 24)) as pilot:
+        await settle(pilot)
+        assert again.theme == "nord"
+        await pilot.press("q")
+    assert load_settings(tmp_path / "console.yaml")[0].supervisors == ("./sup",)
 
 
 async def test_help_lists_the_keys_of_the_screen(console: Callable[..., ConsoleApp]) -> None:
