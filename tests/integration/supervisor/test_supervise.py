@@ -305,13 +305,11 @@ def test_sigkill_mid_routine_then_the_lease_ends_and_attempt_2_runs(
         assert kinds[:5] == [
             'task_queued {"task": 1, "state": "coding"}',
             'task_claimed {"task": 1, "supervisor": "build-box-1", "attempt": 1}',
-            kinds[2],
+            'task_failed {"task": 1, "error": "build-box-1 stopped answering: no heartbeat for 2 '
+            'minutes"}',
             'task_retrying {"task": 1, "attempt": 2}',
             'task_claimed {"task": 1, "supervisor": "build-box-2", "attempt": 2}',
         ]
-        assert kinds[2].startswith(
-            'task_failed {"task": 1, "error": "build-box-1 stopped answering: '
-        )
 
 
 def test_a_task_taken_back_cancels_its_async_routine(plane: ServeProcess, tmp_path: Path) -> None:
