@@ -20,6 +20,7 @@ from tests.unit.tui.test_other_screens import write_folder
 from tui.app import ConsoleApp, make_console
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.fire import FireScreen
+from tui.screens.start import StartScreen
 from tui.widgets.token_list import TokenList
 
 Snap = Callable[..., bool]
@@ -106,6 +107,16 @@ def test_fire_form(snap_compare: Snap, console: Callable[..., ConsoleApp]) -> No
         await settle(pilot)
 
     assert snap_compare(console(), terminal_size=(100, 30), run_before=fire)
+
+
+def test_start_form(snap_compare: Snap, console: Callable[..., ConsoleApp]) -> None:
+    async def start(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, StartScreen))
+        await settle(pilot)
+
+    assert snap_compare(console(), terminal_size=(100, 30), run_before=start)
 
 
 def test_cancel_confirmation(snap_compare: Snap, console: Callable[..., ConsoleApp]) -> None:
