@@ -245,3 +245,11 @@ def test_the_generated_contracts_import(tmp_path: Path) -> None:
             sys.path.remove(str(folder))
             sys.modules.pop("contract", None)
     assert copy.deepcopy(load("sdlc.json")) == load("sdlc.json")
+
+
+def test_the_example_folders_hold_the_contracts_of_the_example_graphs() -> None:
+    root = Path(__file__).resolve().parents[3] / "examples"
+    for workflow in ("orders", "sdlc"):
+        graph = json.loads((root / workflow / "build" / f"{workflow}.json").read_text())
+        expected = (root / f"{workflow}-supervisor" / "contract.py").read_text(encoding="utf-8")
+        assert contract_text(graph) == expected, f"run `stateous init supervisor` for {workflow}"
