@@ -31,7 +31,10 @@ def write_graph_file(path: str, text: str) -> None:
 @click.argument("flow", type=click.Path(dir_okay=True, path_type=str))
 @click.option("--out", "out", metavar="FILE", default=None, help="The graph file to write.")
 def compile_command(flow: str, out: str | None) -> None:
-    """Check FLOW (a flow.py) and write its graph file, by default build/<workflow>.json."""
+    """Check a workflow, and write its graph file.
+
+    FLOW is a flow.py; the graph file goes to build/<workflow>.json unless --out names another.
+    """
     compiled = compile_path(flow)
     path = out if out is not None else default_out_path(flow, compiled.workflow)
     write_graph_file(path, compiled.text)

@@ -36,7 +36,7 @@ class InitError(StateousError):
 @click.argument("folder")
 @click.option("--stateous-path", "stateous_path", default=None, metavar="PATH")
 def init_supervisor_command(source: str, folder: str, stateous_path: str | None) -> None:
-    """Write a supervisor's folder from a control plane's URL, a graph file or a flow.py."""
+    """Write a supervisor's folder, from a control plane, a graph file or a flow.py."""
     checkout = _checkout(stateous_path) if stateous_path is not None else None
     document, url = _document(source)
     try:

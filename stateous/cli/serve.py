@@ -28,7 +28,10 @@ from stateous.control.settings import DEFAULT_DB_URL, DEFAULT_LISTEN, Settings
     help="Also run that folder's supervisor in the same process (for development).",
 )
 def serve_command(graph: Path, db_url: str, listen: str, supervise: Path | None) -> None:
-    """Serve the graph file GRAPH: the HTTP API, the database and the clock."""
+    """Run the control plane: the HTTP API and the clock, over one database.
+
+    GRAPH is the graph file that `stateous compile` wrote.
+    """
     from stateous.control.knobs import with_env_knobs
     from stateous.control.runtime import run_control_plane, setup_logging
 

@@ -13,7 +13,7 @@ __all__ = ["supervise_command"]
 @click.command("supervise")
 @click.argument("folder")
 def supervise_command(folder: str) -> None:
-    """Claim the tasks of the folder's states and run their routines until Ctrl-C."""
+    """Run the routines of a supervisor's folder. Ctrl-C once: take no new tasks and wait for the running routines. Twice: cancel them and exit."""
     from stateous.supervisor.logs import configure_logging
     from stateous.supervisor.loop import supervise_folder
 
