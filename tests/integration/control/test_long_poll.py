@@ -54,6 +54,14 @@ class Claim:
         return not self._thread.is_alive()
 
 
+def waiting_claims(url: str) -> float:
+    """`stateous_waiting_claims` of `GET /metrics`: the claims the server holds now."""
+    for line in httpx.get(f"{url}/metrics", timeout=10).text.splitlines():
+        if line.startswith("stateous_waiting_claims "):
+            return float(line.split()[1])
+    raise AssertionError("no stateous_waiting_claims in /metrics")
+
+
 def wait_until(check: Callable[[], bool], timeout: float = 10.0) -> None:
     """Poll `check` until it holds."""
     deadline = time.monotonic() + timeout
@@ -191,7 +199,7 @@ def test_shutdown_releases_waiting_claims(
             Claim(served.url, {**CLAIM_DRAFT, "supervisor": f"box-{n}", "wait": 60})
             for n in range(2)
         ]
-        time.sleep(0.5)
+        wait_until(lambda: waiting_claims(served.url) == 2, timeout=20)
         assert not any(claim.done() for claim in claims)
         stopped = time.monotonic()
         code = served.stop(timeout=20)
