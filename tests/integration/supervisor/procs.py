@@ -50,7 +50,7 @@ class Supervise:
             self.lines.append(line)
             deadline = time.monotonic()  # drain what is there, then return
 
-    def wait_for(self, pattern: str, timeout: float = 20.0) -> str:
+    def wait_for(self, pattern: str, timeout: float = 45.0) -> str:
         """The first log message (after the time and logger) matching `pattern`."""
         deadline = time.monotonic() + timeout
         seen = 0
@@ -146,7 +146,7 @@ def _compact(data: object) -> str:
     return json.dumps(data, separators=(", ", ": "))
 
 
-def wait_until(check: object, timeout: float = 20.0, what: str = "") -> None:
+def wait_until(check: object, timeout: float = 45.0, what: str = "") -> None:
     """Poll `check()` until it is true."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -298,7 +298,7 @@ def test_sigkill_mid_routine_then_the_lease_ends_and_attempt_2_runs(
         again = start_supervise(folder)
         try:
             again.wait_for(r"^sending 1 message\(s\) left in the outbox$")
-            again.wait_for(r"^task 1 of T-1: reported done$", timeout=12)
+            again.wait_for(r"^task 1 of T-1: reported done$", timeout=45)
         finally:
             assert again.stop() == 0
         kinds = [line for line in history(plane.url, "T-1") if line.startswith("task_")]
