@@ -28,7 +28,7 @@ from stateous.model.errors import StateousError
 from stateous.supervisor.folder import Registry, Settings, load_routines
 from stateous.supervisor.outbox import Message, MessageKind, Outbox, OutboxError
 from stateous.supervisor.outcome import error_text, failed, outcome_of
-from stateous.supervisor.remote import Answer, NoAnswer, Remote
+from stateous.supervisor.remote import Answer, NoAnswer, Remote, UnreadableAnswer
 from stateous.supervisor.routine import Context
 
 __all__ = ["StartError", "Supervisor", "Timings"]
@@ -192,7 +192,10 @@ class Supervisor:
         """Check health and checksum, import the routines, and log what this supervisor serves."""
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
-        answer = await self._persist(lambda: self.remote.call("GET", "/health"))
+        try:
+            answer = await self._persist(lambda: self.remote.call("GET", "/health"))
+        except UnreadableAnswer as exc:
+            answer = Answer(exc.status, None)
         if answer is None:
             raise StartError(f"{self.url} did not answer as a Stateous control plane: stopped")
         served = self._served_checksum(answer)

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-__all__ = ["Answer", "NoAnswer", "Remote"]
+__all__ = ["Answer", "NoAnswer", "Remote", "UnreadableAnswer"]
 
 REQUEST_TIMEOUT = 30.0
 _NO_ANSWER_STATUSES = (502, 503, 504)
@@ -22,6 +22,14 @@ class NoAnswer(Exception):  # an outcome of a call, not a failure of ours
     def __init__(self, text: str) -> None:
         super().__init__(text)
         self.text = text
+
+
+class UnreadableAnswer(ValueError):
+    """A refusal whose body is not JSON: the callers log it with its traceback (spec 40 §4.7)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"the control plane answered {status} with a body that is not JSON")
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,9 @@ class Remote:
         answer = Answer(response.status_code, parsed)
         if response.status_code in _NO_ANSWER_STATUSES:
             raise NoAnswer(self._no_answer(answer))
+        if not answer.ok and isinstance(parsed, _Unreadable):
+            # A refusal always has the JSON envelope: this answer is no control plane's.
+            raise UnreadableAnswer(response.status_code)
         return answer
 
     def _no_answer(self, answer: Answer) -> str:
