@@ -14,7 +14,7 @@ from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFou
 from litestar.params import FromPath
 from sqlalchemy import Connection
 
-from stateous.control.api import bodies, longpoll
+from stateous.control.api import bodies, longpoll, openapi
 from stateous.control.api.metrics import MetricsMiddleware, metrics_route
 from stateous.control.engine import reads
 from stateous.control.engine.cancel import cancel
@@ -308,6 +308,7 @@ async def no_options(request: Request[Any, Any, Any]) -> None:
     """Litestar answers OPTIONS by itself; this API has no such method (`405`)."""
     if request.method == "OPTIONS":
         raise MethodNotAllowedException()
+    openapi.only_the_document(request)
 
 
 def create_app(plane: Plane) -> Litestar:
@@ -324,9 +325,10 @@ def create_app(plane: Plane) -> Litestar:
         },
         request_max_body_size=bodies.MAX_BODY,
         before_request=no_options,
-        openapi_config=None,
+        openapi_config=openapi.config(),
         logging_config=None,
         debug=False,
     )
+    openapi.document(app)
     app.state.plane = plane
     return app

@@ -1,0 +1,358 @@
+"""The API's OpenAPI document at `GET /schema/openapi.json` (spec 70 §4).
+
+Litestar's generator lists every route with its path parameters; the handlers read raw bodies
+(spec 20 §1.1 decides what a body is, not a framework), so the generator cannot see the bodies
+and answers. `document(app)` completes its document in place with the bodies and answers of
+spec 20 and 70 and the refusal envelope, from the pydantic models below.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, cast
+
+from litestar import Litestar, MediaType, Request
+from litestar.exceptions import NotFoundException
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin
+from litestar.openapi.spec import Components, Operation, PathItem, Schema
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import models_json_schema
+
+__all__ = ["config", "document", "only_the_document"]
+
+REF = "#/components/schemas/{model}"
+Json = dict[str, Any]
+
+
+class _Open(BaseModel):
+    """A wire shape; answers may grow fields, so none is closed."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Token(_Open):
+    """The token object (spec 20 §1.3); `parent` only on a child token."""
+
+    token: str
+    state: str
+    status: Literal["active", "paused", "completed", "failed", "cancelled"]
+    visit: int
+    context: dict[str, Any]
+    entered_at: str
+    parent: str = Field(default="", description="Present only on a child token.")
+
+
+class Duplicate(_Open):
+    """A fire whose `Idempotency-Key` was used already."""
+
+    duplicate: Literal[True]
+    token: Token
+
+
+class HistoryEntry(_Open):
+    """One ledger row of a token."""
+
+    seq: int
+    at: str
+    kind: str
+    data: dict[str, Any]
+
+
+class EnteredBy(_Open):
+    """The event that moved the token into the state."""
+
+    name: str
+
+
+class Grant(_Open):
+    """A claimed task (spec 20 §1.6)."""
+
+    task: int
+    token: str
+    state: str
+    visit: int
+    attempt: int
+    context: dict[str, Any]
+    memory: dict[str, Any]
+    entered_by: EnteredBy
+
+
+class Lost(_Open):
+    """The heartbeat's answer: the tasks not renewed."""
+
+    lost: list[int]
+
+
+class Health(_Open):
+    """The served workflow and the graph file's checksum."""
+
+    workflow: str
+    checksum: str
+
+
+class Refusal(_Open):
+    """Every refusal: a sentence for people and a stable code for programs (spec 20 §1.7)."""
+
+    error: str
+    code: str
+
+
+class TaskRow(_Open):
+    """A task, as the operators' routes show it (spec 70 §1)."""
+
+    task: int
+    token: str
+    state: str
+    visit: int
+    status: str
+    attempt: int
+    claimed_by: str | None
+    lease_until: str | None
+    queued_at: str
+
+
+class TimerRow(_Open):
+    """A timer of a token (spec 70 §1)."""
+
+    id: int
+    state: str
+    visit: int
+    event: str
+    kind: str
+    status: str
+    set_at: str
+    due_at: str
+
+
+class MemoryRow(_Open):
+    """A memory row of a token (spec 70 §1)."""
+
+    state: str
+    key: str
+    value: Any
+
+
+class Stats(_Open):
+    """Counts by status and state (spec 70 §1)."""
+
+    tokens: dict[str, int]
+    states: dict[str, dict[str, int]]
+    oldest_queued_at: str | None
+    serving: str | None
+
+
+class StartBody(BaseModel):
+    """`POST /tokens`."""
+
+    token: str = Field(description="[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+    context: dict[str, Any] | None = None
+
+
+class FireBody(BaseModel):
+    """`POST /tokens/{id}/events/{event}`."""
+
+    payload: dict[str, Any] | None = None
+
+
+class ClaimBody(BaseModel):
+    """`POST /tasks/claim`."""
+
+    supervisor: str = Field(min_length=1, max_length=256)
+    states: list[str] = Field(max_length=1000)
+    request: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._-]{1,64}$")
+    wait: float = Field(default=0, ge=0, le=60, description="Long-poll seconds (spec 70 §2).")
+
+
+class HeartbeatBody(BaseModel):
+    """`POST /tasks/heartbeat`."""
+
+    supervisor: str = Field(min_length=1, max_length=256)
+    tasks: list[int] = Field(max_length=1000)
+
+
+class Schedule(BaseModel):
+    """A routine timer of a report."""
+
+    event: str
+    payload: dict[str, Any] | None = None
+    after: str = Field(pattern=r"^[1-9][0-9]*[smhd]$")
+
+
+class ReportBody(BaseModel):
+    """`POST /tasks/{id}/report`."""
+
+    kind: Literal["event", "waiting", "failed"]
+    event: str | None = None
+    error: str | None = None
+    payload: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    schedules: list[Schedule] = []
+    attempt: int | None = Field(default=None, ge=1)
+    supervisor: str | None = Field(default=None, min_length=1, max_length=256)
+
+
+class NoteBody(BaseModel):
+    """`POST /tasks/{id}/note`."""
+
+    text: str = Field(min_length=1, max_length=500)
+    attempt: int | None = Field(default=None, ge=1)
+
+
+class MemoryBody(BaseModel):
+    """`PUT /tasks/{id}/memory`; a `null` value deletes the key."""
+
+    key: str = Field(min_length=1, max_length=128)
+    value: Any
+    attempt: int | None = Field(default=None, ge=1)
+
+
+_MODELS: list[type[BaseModel]] = [
+    Token, Duplicate, HistoryEntry, Grant, Lost, Health, Refusal, TaskRow, TimerRow, MemoryRow,
+    Stats, StartBody, FireBody, ClaimBody, HeartbeatBody, ReportBody, NoteBody, MemoryBody,
+]  # fmt: skip
+
+#: (method, path) -> (request body model or None, {status: answer}); an answer is a model, a
+#: list of a model, a tuple of models (any of them), "empty" (no body) or "text" (Prometheus).
+Answer = type[BaseModel] | tuple[type[BaseModel], ...] | list[type[BaseModel]] | str | None
+ROUTES: dict[tuple[str, str], tuple[type[BaseModel] | None, dict[int, Answer]]] = {
+    ("post", "/tokens"): (StartBody, {201: Token, 200: Token}),
+    ("get", "/tokens"): (None, {200: [Token]}),
+    ("get", "/tokens/{token_id}"): (None, {200: Token}),
+    ("get", "/tokens/{token_id}/history"): (None, {200: [HistoryEntry]}),
+    ("post", "/tokens/{token_id}/events/{event}"): (FireBody, {200: (Token, Duplicate)}),
+    ("post", "/tokens/{token_id}/pause"): (None, {200: Token}),
+    ("post", "/tokens/{token_id}/resume"): (None, {200: Token}),
+    ("post", "/tokens/{token_id}/cancel"): (None, {200: Token}),
+    ("get", "/workflow"): (None, {200: None}),
+    ("get", "/health"): (None, {200: Health}),
+    ("post", "/tasks/claim"): (ClaimBody, {200: Grant, 204: "empty"}),
+    ("post", "/tasks/heartbeat"): (HeartbeatBody, {200: Lost}),
+    ("post", "/tasks/{task}/report"): (ReportBody, {200: Token}),
+    ("post", "/tasks/{task}/note"): (NoteBody, {204: "empty"}),
+    ("put", "/tasks/{task}/memory"): (MemoryBody, {204: "empty"}),
+    ("get", "/tasks"): (None, {200: [TaskRow]}),
+    ("get", "/tokens/{token_id}/tasks"): (None, {200: [TaskRow]}),
+    ("get", "/tokens/{token_id}/timers"): (None, {200: [TimerRow]}),
+    ("get", "/tokens/{token_id}/memory"): (None, {200: [MemoryRow]}),
+    ("get", "/stats"): (None, {200: Stats}),
+    ("get", "/metrics"): (None, {200: "text"}),
+}
+
+#: The refusal statuses of spec 20 §1.7 (and 401 of spec 70 §5), each with the envelope.
+REFUSALS = {
+    400: "Not JSON, NaN/Infinity, too deep (`bad_request`)",
+    401: "No or a wrong bearer token, when authentication is on (`unauthorized`)",
+    404: "`not_found`, `token_not_found`, `task_not_found`",
+    405: "`method_not_allowed`",
+    409: "`event_not_allowed`, `token_not_active`, `child_token`, `task_not_held`, `attempt_over`",
+    413: "The body is larger than 1 MiB (`bad_request`)",
+    422: "`invalid_argument`, `invalid_context`, `invalid_payload`, `invalid_token_id`, "
+    "`invalid_body`",
+    500: "`unexpected`",
+    503: "`database_busy`, `not_serving`",
+}
+
+QUERIES: dict[str, list[tuple[str, str]]] = {
+    "/tokens": [("status", "One of the token statuses"), ("parent", "A parent's id"),
+                ("limit", "1 to 1000, default 100")],
+    "/tasks": [("status", "One of the task statuses"), ("token", "A token id"),
+               ("state", "A state"), ("supervisor", "A supervisor name"),
+               ("limit", "1 to 1000, default 100")],
+    "/tokens/{token_id}/history": [("after", "Only the entries with seq > after")],
+}  # fmt: skip
+
+
+def config() -> OpenAPIConfig:
+    """Litestar's generator, serving the JSON document only, at `/schema/openapi.json`."""
+    return OpenAPIConfig(
+        title="Stateous control plane",
+        version="1",
+        description="The HTTP API of spec 20, with the extensions of spec 70.",
+        path="/schema",
+        render_plugins=[JsonRenderPlugin(media_type=MediaType.JSON)],
+    )
+
+
+def _ref(model: type[BaseModel]) -> Json:
+    return {"$ref": REF.format(model=model.__name__)}
+
+
+def _answer_schema(shape: Answer) -> Json | None:
+    if isinstance(shape, tuple):
+        return {"anyOf": [_ref(model) for model in shape]}
+    if isinstance(shape, list):
+        return {"type": "array", "items": _ref(shape[0])}
+    if shape is None:
+        return {"type": "object"}
+    if isinstance(shape, str):
+        return None
+    return _ref(shape)
+
+
+def _responses(answers: dict[int, Answer]) -> Json:
+    out: Json = {}
+    for status, shape in answers.items():
+        if shape == "empty":
+            out[str(status)] = {"description": "No body"}
+        elif shape == "text":
+            out[str(status)] = {
+                "description": "Prometheus text exposition",
+                "content": {"text/plain": {"schema": {"type": "string"}}},
+            }
+        else:
+            schema = _answer_schema(shape)
+            out[str(status)] = {
+                "description": "OK",
+                "content": {"application/json": {"schema": schema}},
+            }
+    refusal = {"application/json": {"schema": _ref(Refusal)}}
+    for status, text in REFUSALS.items():
+        out[str(status)] = {"description": f"Refusal: {text}", "content": refusal}
+    return out
+
+
+def _operation(method: str, path: str, op: Operation) -> None:
+    body, answers = ROUTES[(method, path)]
+    # The spec objects hold plain dicts here: Litestar's to_schema() passes dicts through.
+    op.responses = cast(Any, _responses(answers))
+    if body is not None:
+        op.request_body = cast(
+            Any,
+            {"required": False, "content": {"application/json": {"schema": _ref(body)}}},
+        )
+    if path == "/tokens/{token_id}/events/{event}":
+        key = {"name": "Idempotency-Key", "in": "header", "required": False,
+               "schema": {"type": "string", "minLength": 1, "maxLength": 256}}  # fmt: skip
+        op.parameters = [*(op.parameters or []), cast(Any, key)]
+    if method == "get" and path in QUERIES:
+        extra = [{"name": name, "in": "query", "required": False,
+                  "schema": {"type": "string"}, "description": text}
+                 for name, text in QUERIES[path]]  # fmt: skip
+        op.parameters = [*(op.parameters or []), *cast(list[Any], extra)]
+
+
+def document(app: Litestar) -> None:
+    """Complete Litestar's generated document (cached by the app) with bodies and answers."""
+    openapi = app.openapi_schema
+    for path, item in (openapi.paths or {}).items():
+        assert isinstance(item, PathItem)
+        for method in ("get", "post", "put"):
+            op = getattr(item, method)
+            if isinstance(op, Operation) and (method, path) in ROUTES:
+                _operation(method, path, op)
+    _, defs = models_json_schema([(m, "validation") for m in _MODELS], ref_template=REF)
+    schemas = cast(dict[str, Schema | Any], defs.get("$defs", {}))
+    components = openapi.components if isinstance(openapi.components, Components) else Components()
+    components.schemas = {**(components.schemas or {}), **schemas}
+    openapi.components = components
+
+
+DOCUMENT_PATH = "/schema/openapi.json"
+
+
+def only_the_document(request: Request[Any, Any, Any]) -> None:
+    """Litestar's schema router also answers `/schema` and `/schema/*` (with HTML); this API has
+    only the JSON document there, so every other such path is `404 not_found` like any other."""
+    path = request.url.path
+    if (path == "/schema" or path.startswith("/schema/")) and path != DOCUMENT_PATH:
+        raise NotFoundException()
