@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
+from stateous.client.errors import ClientError
 from stateous.client.url import DEFAULT_URL, check_url
+from stateous.model.errors import StateousError
 
 URL_ENV = "STATEOUS_URL"
 
@@ -53,7 +55,10 @@ def console_command(url: str | None, supervisors: tuple[str, ...], refresh: floa
 
     path = settings_path()
     settings, warning = load_settings(path)
-    chosen = check_url(resolve_console_url(url, settings.url))
+    try:
+        chosen = check_url(resolve_console_url(url, settings.url))
+    except ClientError as exc:
+        raise StateousError(str(exc)) from None
     folders = tuple(str(Path(f)) for f in supervisors)
     app = make_console(
         chosen,

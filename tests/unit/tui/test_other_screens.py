@@ -317,3 +317,15 @@ def test_console_url_order(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("STATEOUS_URL", "http://env:2")
     assert resolve_console_url(None, "http://last:1") == "http://env:2"
     assert resolve_console_url("http://opt:3", "http://last:1") == "http://opt:3"
+
+
+def test_console_refuses_a_bad_url_with_one_sentence(capsys: pytest.CaptureFixture[str]) -> None:
+    from stateous.cli.main import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["console", "--url", "notaurl"])
+    assert stopped.value.code == 1
+    assert capsys.readouterr().err == (
+        "error: notaurl is not a URL: it must start with http:// or https://, "
+        "as in http://127.0.0.1:8080\n"
+    )
