@@ -27,17 +27,30 @@ from stateous.control.settings import DEFAULT_DB_URL, DEFAULT_LISTEN, Settings
     default=None,
     help="Also run that folder's supervisor in the same process (for development).",
 )
-def serve_command(graph: Path, db_url: str, listen: str, supervise: Path | None) -> None:
+@click.option(
+    "--auth-token-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Require 'Authorization: Bearer <token>' with the token in this file "
+    "(default: STATEOUS_AUTH_TOKEN when set; else no authentication).",
+)
+def serve_command(
+    graph: Path, db_url: str, listen: str, supervise: Path | None, auth_token_file: Path | None
+) -> None:
     """Run the control plane: the HTTP API and the clock, over one database.
 
     GRAPH is the graph file that `stateous compile` wrote.
     """
     from stateous.control.knobs import with_env_knobs
     from stateous.control.runtime import run_control_plane, setup_logging
+    from stateous.model.auth import token_from
 
     setup_logging()
     # The spec's durations, unless a test shortened them (stateous.control.knobs).
-    settings = with_env_knobs(Settings(graph_path=graph, db_url=db_url, listen=listen))
+    token = token_from(auth_token_file)
+    settings = with_env_knobs(
+        Settings(graph_path=graph, db_url=db_url, listen=listen, auth_token=token)
+    )
     extra = None
     if supervise is not None:
         extra = embedded_supervisor(supervise)

@@ -133,7 +133,7 @@ class ControlPlane:
         self.lost = False
         self.stop_event = asyncio.Event()
         config = uvicorn.Config(
-            create_app(plane), log_config=None, access_log=False, lifespan="off",
+            create_app(plane, auth_token=settings.auth_token), log_config=None, access_log=False, lifespan="off",
             timeout_graceful_shutdown=int(settings.stop_wait), server_header=False,
             http=protocol_class(),
         )  # fmt: skip
@@ -204,7 +204,7 @@ async def run_control_plane(
         raise
     running = ControlPlane(settings, plane, hold)
     url = running.url = local_url(listen, sock)
-    if is_wide(listen):
+    if is_wide(listen) and settings.auth_token is None:
         print(
             f"warning: other computers can reach {listen.host}, and the API has no "
             "authentication; put a proxy or a VPN in front of it",

@@ -23,3 +23,4 @@ class Settings:
     since_every: timedelta = timedelta(seconds=10)
     sqlite_hold_lapse: timedelta = timedelta(seconds=30)
     stop_wait: float = 5.0
+    auth_token: str | None = None  # spec 70 §5: None, no authentication

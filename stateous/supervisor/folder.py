@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from stateous.client.url import valid_host
+from stateous.model.auth import AuthTokenError, read_token_file, token_from
 from stateous.model.errors import StateousError
 from stateous.supervisor.routine import StateRef, routine_state
 
@@ -59,6 +60,7 @@ class Settings:
     tasks: int
     name: str
     checksum: str  # `__checksum__` of contract.py
+    auth_token: str | None = None  # spec 70 §5: `auth_token_file:`, else STATEOUS_AUTH_TOKEN
 
 
 class _Values(BaseModel):
@@ -142,16 +144,34 @@ def _settings_values(folder: Path, raw: object) -> dict[str, Any]:
         for error in exc.errors():
             problems.append(f"{error['loc'][0]}: {_lower_first(error['msg'])}")
     problems += [f"{key}: there is no such setting" for key in raw if key not in _KEYS]
+    token, problem = _auth_token(folder, raw.get("auth_token_file"))
+    problems += [problem] if problem else []
     if problems:
         raise FolderError(f"cannot use {folder}/stateous.yaml: {'; '.join(problems)}")
     return {
+        "auth_token": token,
         "url": str(url).rstrip("/"),
         "tasks": values.tasks,
         "name": values.name if values.name is not None else socket.gethostname(),
     }
 
 
-_KEYS = ("url", "tasks", "name")
+_KEYS = ("url", "tasks", "name", "auth_token_file")
+
+
+def _auth_token(folder: Path, value: object) -> tuple[str | None, str | None]:
+    """The bearer token (spec 70 §5) and the problem with `auth_token_file`, if any.
+
+    A relative path is read from the folder; without the key, STATEOUS_AUTH_TOKEN is used.
+    """
+    if value is None:
+        return token_from(None), None
+    if not isinstance(value, str) or not value.strip():
+        return None, "auth_token_file: give the path of a file that holds the token"
+    try:
+        return read_token_file(folder / value), None
+    except AuthTokenError as exc:
+        return None, f"auth_token_file: {exc.message}"
 
 
 # --- the routines -----------------------------------------------------------------------------

@@ -171,7 +171,7 @@ class Supervisor:
         self.outbox = outbox
         self.url = url or settings.url
         self.timings = timings or Timings.from_env()
-        self.remote = remote or Remote(self.url)
+        self.remote = remote or Remote(self.url, auth_token=settings.auth_token)
         # Long-poll claims until the control plane refuses the field (spec 70 §2).
         self.long_poll = self.timings.wait > 0
         self.registry = Registry({})

@@ -60,10 +60,22 @@ class Answer:
 class Remote:
     """An HTTP client bound to one control plane's base URL."""
 
-    def __init__(self, url: str, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        auth_token: str | None = None,
+    ) -> None:
         self.url = url
+        # The bearer token of spec 70 §5 goes with every call when the folder has one.
+        headers = {"Authorization": f"Bearer {auth_token}"} if auth_token else {}
         self._client = httpx.AsyncClient(
-            base_url=url, timeout=REQUEST_TIMEOUT, transport=transport, trust_env=False
+            base_url=url,
+            timeout=REQUEST_TIMEOUT,
+            transport=transport,
+            trust_env=False,
+            headers=headers,
         )
 
     async def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Answer:

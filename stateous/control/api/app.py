@@ -14,7 +14,7 @@ from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFou
 from litestar.params import FromPath
 from sqlalchemy import Connection
 
-from stateous.control.api import bodies, longpoll, openapi
+from stateous.control.api import auth, bodies, longpoll, openapi
 from stateous.control.api.metrics import MetricsMiddleware, metrics_route
 from stateous.control.engine import reads
 from stateous.control.engine.cancel import cancel
@@ -308,11 +308,13 @@ async def no_options(request: Request[Any, Any, Any]) -> None:
     """Litestar answers OPTIONS by itself; this API has no such method (`405`)."""
     if request.method == "OPTIONS":
         raise MethodNotAllowedException()
+    auth.check_bearer(request, request.app.state.auth_token)
     openapi.only_the_document(request)
 
 
-def create_app(plane: Plane) -> Litestar:
-    """The Litestar application over one control plane."""
+def create_app(plane: Plane, *, auth_token: str | None = None) -> Litestar:
+    """The Litestar application over one control plane; with `auth_token`, every route but
+    `GET /health` needs it as a bearer token (spec 70 §5)."""
     from stateous.control.api import operator  # the operators' read routes (spec 70 §1)
 
     app = Litestar(
@@ -331,4 +333,5 @@ def create_app(plane: Plane) -> Litestar:
     )
     openapi.document(app)
     app.state.plane = plane
+    app.state.auth_token = auth_token
     return app
