@@ -29,12 +29,12 @@ NO_TOKENS = "no tokens"
 
 STATUS_STYLES = {
     "active": "green",
-    "paused": "yellow",
-    "completed": "blue",
-    "failed": "bold red",
-    "cancelled": "magenta",
+    "paused": "dark_orange",
+    "completed": "dim",
+    "failed": "red",
+    "cancelled": "grey50",
 }
-"""The colour of each token status."""
+"""The colour of each token status (spec 60 §3: the same in every view and in `token show`)."""
 
 STYLE_TIME = "dim"
 STYLE_SEQ = "dim"
@@ -51,10 +51,10 @@ _KIND_STYLES = {
     "failed": "bold red",
     "event_dropped": STYLE_BAD,
     "completed": "bold green",
-    "cancelled": "magenta",
-    "task_cancelled": "magenta",
-    "paused": "yellow",
-    "resumed": "yellow",
+    "cancelled": STATUS_STYLES["cancelled"],
+    "task_cancelled": STATUS_STYLES["cancelled"],
+    "paused": STATUS_STYLES["paused"],
+    "resumed": STATUS_STYLES["paused"],
     "event_deferred": "yellow",
     "event_replayed": "yellow",
     "note": "italic",
