@@ -26,6 +26,7 @@ from stateous.control.settings import Settings
 from stateous.control.store import queries as q
 from stateous.control.store.db import Store, make_engine, mask_url
 from stateous.control.ticker import Ticker
+from stateous.model import logs
 from stateous.model.errors import StateousError
 from stateous.model.graph import Graph, read_graph_file
 
@@ -40,15 +41,10 @@ Extra = Callable[[str], Awaitable[int | None]]
 
 
 def setup_logging() -> None:
-    """Log lines on stderr as `<time> <logger>: <message>`; uvicorn says nothing below warnings."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        logging.Formatter("%(asctime)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S")
-    )
-    root = logging.getLogger("stateous")
-    if not root.handlers:
-        root.addHandler(handler)
-    root.setLevel(logging.INFO)
+    """Log lines on stderr as `<time> <logger>: <message>`; no lines of the HTTP server's own."""
+    logs.configure_logging()
+    # uvicorn's warnings (a malformed request, say) are answered with the refusal envelope
+    # already; its lines would only repeat them.
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
