@@ -34,7 +34,7 @@ from tests.support.serve import ServeProcess, _pump, _wait_ready, serve_command,
 LONG = os.environ.get("STATEOUS_FAULTS", "short").strip().lower() == "long"
 SDLC_GRAPH = ROOT / "examples" / "sdlc" / "build" / "sdlc.json"
 REPORT_FILE = Path(
-    os.environ.get("STATEOUS_FAULTS_REPORT", ROOT / "tests" / "faults" / ".last.jsonl")
+    os.environ.get("STATEOUS_FAULTS_REPORT", ROOT / "tests" / "faults" / "last-long-run.jsonl")
 )
 
 #: Short leases and a fast clock, so that crashes are recovered from within seconds.

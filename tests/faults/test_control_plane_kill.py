@@ -24,7 +24,7 @@ def test_control_plane_sigkilled_under_load(tmp_path: Path, backend: str, db_url
     with plane(db_url, free_port(), tmp_path) as cp:
         folder = make_folder(tmp_path, cp.url, "box-1")
         run = supervise(folder)
-        load = Load(cp.url, scaled(12, 500), prefix=backend)
+        load = Load(cp.url, scaled(8, 500), prefix=backend)
         load.start()
         try:
             for _ in range(kills):

@@ -87,7 +87,7 @@ def test_lost_postgres_connections_are_database_busy_or_recovered(tmp_path: Path
     with postgres_database("stateous_faults") as db, plane(db, free_port(), tmp_path) as cp:
         folder = make_folder(tmp_path, cp.url, "box-1")
         run = supervise(folder)
-        load = Load(cp.url, scaled(12, 300))
+        load = Load(cp.url, scaled(8, 300))
         load.start()
         try:
             for _ in range(cuts):

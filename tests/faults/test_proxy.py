@@ -28,7 +28,7 @@ def test_reports_cross_a_proxy_that_drops_delays_and_cuts(tmp_path: Path) -> Non
         proxy.start()
         folder = make_folder(tmp_path, f"http://127.0.0.1:{proxy.port}", "box-1")
         run = supervise(folder)
-        load = Load(cp.url, scaled(12, 300))
+        load = Load(cp.url, scaled(8, 300))
         load.start()
         try:
             load.join(timeout=300)

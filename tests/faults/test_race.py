@@ -25,7 +25,7 @@ def test_two_supervisors_race_for_the_same_states(
     with plane(db_url, free_port(), tmp_path) as cp:
         folders = [make_folder(tmp_path, cp.url, name, tasks=4) for name in ("box-a", "box-b")]
         runs = [supervise(folder) for folder in folders]
-        load = Load(cp.url, scaled(12, 400), prefix=backend)
+        load = Load(cp.url, scaled(8, 400), prefix=backend)
         load.start()
         try:
             load.join(timeout=300)

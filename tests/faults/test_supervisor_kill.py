@@ -25,7 +25,7 @@ def test_supervisor_sigkilled_under_load(tmp_path: Path) -> None:
     with plane(db, free_port(), tmp_path) as cp:
         folder = make_folder(tmp_path, cp.url, "box-1")
         runs = [supervise(folder)]
-        load = Load(cp.url, scaled(12, 500))
+        load = Load(cp.url, scaled(8, 500))
         load.start()
         try:
             for _ in range(kills):

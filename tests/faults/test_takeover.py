@@ -54,7 +54,7 @@ def test_a_paused_control_plane_is_taken_over_and_stops(tmp_path: Path) -> None:
         url = f"http://127.0.0.1:{proxy.port}"
         folder = make_folder(tmp_path, url, "box-1")
         run = supervise(folder)
-        load = Load(url, scaled(12, 300))
+        load = Load(url, scaled(8, 300))
         load.start()
         second = Plane(db, free_port(), tmp_path)
         try:
