@@ -147,7 +147,17 @@ class Plane:
         process = self._popen()
         served = ServeProcess(url="", process=process)
         threading.Thread(target=_pump, args=(process.stderr, served._queue), daemon=True).start()
-        served.url = _wait_ready(served, timeout)
+        try:
+            served.url = _wait_ready(served, timeout)
+        except RuntimeError:
+            # It did not start (a hold that has not lapsed yet): its pipes end with it.
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+            for pipe in (process.stdout, process.stderr):
+                if pipe is not None:
+                    pipe.close()
+            raise
         self.served = served
         self.starts += 1
         return served
