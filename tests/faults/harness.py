@@ -223,7 +223,7 @@ class Plane:
 def plane(db_url: str, port: int, cwd: Path, **env: str) -> Iterator[Plane]:
     """A started Plane, stopped (or killed) at the end."""
     running = Plane(db_url, port, cwd, env)
-    running.start()
+    running.start_retrying()
     try:
         yield running
     finally:
