@@ -171,7 +171,10 @@ def check_output(line: str, expected: str, tour: Walkthrough) -> None:
 
 
 def test_every_command_of_the_readme(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("STATEOUS_URL", "VIRTUAL_ENV")}
+    # Under `make test`, MAKEFLAGS and MAKELEVEL would make the README's own `make demo` print
+    # `make[1]: Entering directory ...`; a reader's shell has neither.
+    dropped = ("STATEOUS_URL", "VIRTUAL_ENV", "MAKEFLAGS", "MAKELEVEL", "MFLAGS")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     url = f"http://127.0.0.1:{free_port()}"
     tour = Walkthrough(
         cwd=tmp_path, env={**env, "STATEOUS_URL": url, "PYTHONUNBUFFERED": "1"}, url=url
