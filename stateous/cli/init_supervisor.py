@@ -20,7 +20,13 @@ from stateous.compiler.stubs import StubPlan, plan_stubs, stub_text
 from stateous.model.errors import StateousError
 from stateous.model.graph import GraphFileError, load_graph
 
-__all__ = ["init_supervisor_command", "project_name", "pyproject_text", "yaml_text"]
+__all__ = [
+    "init_supervisor_command",
+    "project_file_text",
+    "project_name",
+    "pyproject_text",
+    "yaml_text",
+]
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -209,12 +215,20 @@ def project_name(folder: Path) -> str:
 
 def pyproject_text(folder: Path, checkout: str | None) -> str:
     """The text of a new `pyproject.toml` for the folder (spec 40 §2.7)."""
+    return project_file_text(folder, checkout, command="init supervisor", imports="your routines")
+
+
+def project_file_text(folder: Path, checkout: str | None, *, command: str, imports: str) -> str:
+    """A folder's own `pyproject.toml`, as `stateous <command>` writes it (spec 10 §6.3, 40 §2.7).
+
+    `imports` names what the folder's code is (`your routines`, `flow.py and schemas.py`).
+    """
     version = getattr(stateous, "__version__", None)
     requirement = f"stateous>={version}" if version else "stateous"
     text = (
-        "# Written by `stateous init supervisor`. This folder is a Python project of its own:\n"
+        f"# Written by `stateous {command}`. This folder is a Python project of its own:\n"
         "# `uv sync` makes its environment (.venv), and `uv run stateous ...` runs in it.\n"
-        "# Add what your routines import to `dependencies`.\n"
+        f"# Add what {imports} import to `dependencies`.\n"
         "\n"
         "[project]\n"
         f"name = {_toml_string(project_name(folder))}\n"

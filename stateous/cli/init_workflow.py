@@ -7,9 +7,8 @@ from pathlib import Path
 
 import click
 
-import stateous
 from stateous.cli.compile import write_graph_file
-from stateous.cli.init_supervisor import _checkout, _toml_string, project_name
+from stateous.cli.init_supervisor import _checkout, project_file_text
 from stateous.compiler.build import compile_path
 from stateous.model.authoring import valid_name
 from stateous.model.errors import StateousError
@@ -88,27 +87,9 @@ def schemas_text(name: str) -> str:
 
 def pyproject_text(folder: Path, checkout: str | None) -> str:
     """The starter `pyproject.toml` (spec 10 §6.3)."""
-    version = getattr(stateous, "__version__", None)
-    requirement = f"stateous>={version}" if version else "stateous"
-    text = (
-        "# Written by `stateous init workflow`. This folder is a Python project of its own:\n"
-        "# `uv sync` makes its environment (.venv), and `uv run stateous ...` runs in it.\n"
-        "# Add what flow.py and schemas.py import to `dependencies`.\n"
-        "\n"
-        "[project]\n"
-        f"name = {_toml_string(project_name(folder))}\n"
-        'version = "0.1.0"\n'
-        'requires-python = ">=3.12"\n'
-        f"dependencies = [{_toml_string(requirement)}]\n"
+    return project_file_text(
+        folder, checkout, command="init workflow", imports="flow.py and schemas.py"
     )
-    if checkout is not None:
-        text += (
-            "\n"
-            "# A local checkout of Stateous: delete this table to use Stateous from PyPI.\n"
-            "[tool.uv.sources]\n"
-            f"stateous = {{ path = {_toml_string(checkout)}, editable = true }}\n"
-        )
-    return text
 
 
 @click.command("workflow")
