@@ -14,7 +14,9 @@ class ChaosProxy:
 
     `drop`: a new connection is closed at once; `delay`: a chunk waits up to `max_delay` s;
     `cut`: a connection is closed in the middle of an answer (the request may have been applied,
-    and the caller never learns it). Counts of each fault are kept for the figures.
+    and the caller never learns it). Besides the random drops, every `every`-th new connection is
+    dropped, so that a short run with few new connections (keep-alive) still meets drops.
+    Counts of each fault are kept for the figures.
     """
 
     upstream: int
@@ -23,11 +25,13 @@ class ChaosProxy:
     cut: float = 0.1
     max_delay: float = 0.4
     seed: int = 11
+    every: int = 5
     port: int = 0
     faults: dict[str, int] = field(default_factory=lambda: {"drop": 0, "delay": 0, "cut": 0})
     _loop: asyncio.AbstractEventLoop | None = None
     _ready: threading.Event = field(default_factory=threading.Event)
     _stop: asyncio.Event | None = None
+    _connections: int = 0
 
     def start(self) -> None:
         """Listen in a daemon thread; `port` is set when this returns."""
@@ -50,7 +54,8 @@ class ChaosProxy:
             await self._stop.wait()
 
     async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
-        if self._pick.random() < self.drop:
+        self._connections += 1
+        if self._connections % self.every == 0 or self._pick.random() < self.drop:
             self.faults["drop"] += 1
             client_w.close()
             return
