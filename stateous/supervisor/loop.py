@@ -238,7 +238,8 @@ class Supervisor:
 
     def signal(self) -> None:
         """One stop signal: the first stops claiming, the second cancels the routines."""
-        running = sum(1 for g in self.grants.values() if g.running)
+        # A routine the control plane took back is being cancelled, not waited for.
+        running = sum(1 for g in self.grants.values() if g.running and not g.lost)
         if not self.stopping:
             self.stopping = True
             log.warning(
