@@ -7,12 +7,13 @@ that one name means one state across the operator routes.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Row, Select, func, select
 
+from stateous.control.store.queries import TaskRecord
 from stateous.control.store.tables import control_plane, ledger, memory, tasks, timers, tokens
 
 
@@ -22,27 +23,19 @@ def state_name(workflow: str | None, state: str) -> str:
 
 
 @dataclass(frozen=True)
-class OperatorTask:
-    """A row of `tasks` with its token's workflow, for `GET /tasks` and a token's tasks."""
+class OperatorTask(TaskRecord):
+    """A `TaskRecord` whose `state` is named as on the operator routes (see `state_name`).
 
-    id: int
-    token: str
-    state: str
-    visit: int
-    status: str
-    attempt: int
-    claimed_by: str | None
-    lease_until: datetime | None
-    queued_at: datetime
+    For `GET /tasks` and a token's tasks; the fields are those of `TaskRecord`.
+    """
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> OperatorTask:
         """Build from a `tasks` row joined with `tokens.workflow`."""
-        m = row._mapping
-        return cls(
-            m["id"], m["token"], state_name(m["workflow"], m["state"]), m["visit"], m["status"],
-            m["attempt"], m["claimed_by"], m["lease_until"], m["queued_at"],
-        )  # fmt: skip
+        task = TaskRecord.from_row(row)
+        values = {field.name: getattr(task, field.name) for field in fields(TaskRecord)}
+        values["state"] = state_name(row._mapping["workflow"], task.state)
+        return cls(**values)
 
 
 @dataclass(frozen=True)
