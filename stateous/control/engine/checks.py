@@ -24,7 +24,8 @@ def locked_task(tx: Tx, task_id: int) -> tuple[TaskRecord, TokenRecord]:
     if task is None:
         raise not_found("task_not_found", f"there is no task {task_id}")
     token = tx.lock_token(task.token)
-    task = q.get_task(tx.conn, task_id)
+    if tx.locks:
+        task = q.get_task(tx.conn, task_id)
     if token is None or task is None:
         raise not_found("task_not_found", f"there is no task {task_id}")
     return task, token

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from sqlalchemy import Connection
 
@@ -80,11 +81,13 @@ def _new_claim(
     pairs = served_pairs(states)
     if not pairs:
         return None
-    for task, parent in q.queued_candidates(tx.conn, pairs, CANDIDATES):
+    # SQLite's one writer always gets the first candidate; Postgres may find families busy.
+    limit = CANDIDATES if tx.locks else 1
+    for task, parent in q.queued_candidates(tx.conn, pairs, limit):
         top = task.token if parent is None else _top(tx, task.token)
         if not tx.try_lock_id(top):
             continue
-        fresh = q.get_task(tx.conn, task.id)
+        fresh = q.get_task(tx.conn, task.id) if tx.locks else task
         token = q.get_token(tx.conn, task.token)
         if fresh is None or token is None or fresh.status != "queued" or token.status != "active":
             continue
@@ -98,8 +101,6 @@ def _new_claim(
             attempt=attempt,
             lease_until=until,
         )
-        from dataclasses import replace
-
         return replace(
             fresh, status="claimed", claimed_by=supervisor, attempt=attempt, lease_until=until
         ), token

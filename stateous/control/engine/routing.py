@@ -84,7 +84,8 @@ def decide(
     env = GuardEnv(
         context=context,
         payload=payload if payload is not None else {},
-        counts=accepted_counts(tx, token.token),
+        # Only a guard with `count(...)` reads the ledger's counts: others skip the read.
+        counts=accepted_counts(tx, token.token) if _counts_needed(candidates) else {},
         event=event,
         branches=branches,
     )
@@ -101,6 +102,10 @@ def decide(
     if problem is not None:
         return Refused(problem)
     return chosen
+
+
+def _counts_needed(candidates: Sequence[TransitionSpec]) -> bool:
+    return any(t.guard is not None and t.guard.counted_events() for t in candidates)
 
 
 def _choose(

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, and_, bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Row,
+    Select,
+    bindparam,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    union_all,
+    update,
+)
 
 from stateous.control.store.tables import (
     claims,
@@ -115,6 +128,41 @@ _INSERT_TOKEN = insert(tokens)
 _LAST_SEQ = select(func.max(ledger.c.seq)).where(ledger.c.token == bindparam("t"))
 _INSERT_LEDGER = insert(ledger)
 _INSERT_TASK = insert(tasks).returning(tasks.c.id)
+# An UPDATE without values sets the columns named by the parameters, besides the key's own.
+_UPDATE_TOKEN = update(tokens).where(tokens.c.token == bindparam("token_id"))
+_LEDGER = select(ledger).where(ledger.c.token == bindparam("t"))
+_LEDGER_OF_KINDS = _LEDGER.where(ledger.c.kind.in_(bindparam("kinds", expanding=True)))
+_LAST_OF_KIND = (
+    _LEDGER.where(ledger.c.kind == bindparam("kind")).order_by(ledger.c.seq.desc()).limit(1)
+)
+_KEY_USED = select(ledger.c.seq).where(
+    ledger.c.token == bindparam("t"), ledger.c.key == bindparam("key")
+)
+_GET_TASK = select(tasks).where(tasks.c.id == bindparam("id"))
+_UPDATE_TASK = update(tasks).where(tasks.c.id == bindparam("task_id"))
+_OPEN_TASKS = (
+    select(tasks)
+    .where(tasks.c.token == bindparam("t"), tasks.c.status.in_(("queued", "claimed", "waiting")))
+    .order_by(tasks.c.id)
+)
+_INSERT_TIMER = insert(timers).returning(timers.c.id)
+_PENDING_TIMERS = update(timers).where(
+    timers.c.token == bindparam("t"), timers.c.status == "pending"
+)
+_PENDING_TIMERS_OF_KIND = _PENDING_TIMERS.where(timers.c.kind == bindparam("timer_kind"))
+_MEMORY_OF = (
+    select(memory.c.key, memory.c.value)
+    .where(memory.c.token == bindparam("t"), memory.c.state == bindparam("s"))
+    .order_by(memory.c.key)
+)
+_ONE_MEMORY = (memory.c.token == bindparam("t"), memory.c.state == bindparam("s"),
+               memory.c.key == bindparam("k"))  # fmt: skip
+_MEMORY_EXISTS = select(memory.c.key).where(*_ONE_MEMORY)
+_DELETE_MEMORY = delete(memory).where(*_ONE_MEMORY)
+_INSERT_MEMORY = insert(memory)
+_DELETE_ALL_MEMORY = delete(memory).where(memory.c.token == bindparam("t"))
+_CLAIM_ROW = select(claims).where(claims.c.supervisor == bindparam("sup"))
+_SAVE_CLAIM = update(claims).where(claims.c.supervisor == bindparam("sup"))
 
 
 def get_token(conn: Connection, token: str) -> TokenRecord | None:
@@ -148,7 +196,7 @@ def insert_token(conn: Connection, record: TokenRecord) -> None:
 
 def update_token(conn: Connection, token: str, **values: Any) -> None:
     """Change columns of one token."""
-    conn.execute(update(tokens).where(tokens.c.token == token).values(**values))
+    conn.execute(_UPDATE_TOKEN, {"token_id": token, **values})
 
 
 def list_tokens(
@@ -192,24 +240,25 @@ def insert_ledger(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
 
 def key_used(conn: Connection, token: str, key: str) -> bool:
     """Whether a ledger row of this token carries this idempotency key."""
-    query = select(ledger.c.seq).where(ledger.c.token == token, ledger.c.key == key)
-    return conn.execute(query.limit(1)).first() is not None
+    return conn.execute(_KEY_USED, {"t": token, "key": key}).first() is not None
 
 
 def ledger_of(
     conn: Connection, token: str, kinds: Iterable[str] | None = None
 ) -> list[LedgerRecord]:
     """A token's ledger rows in seq order, optionally only some kinds."""
-    query = select(ledger).where(ledger.c.token == token)
-    if kinds is not None:
-        query = query.where(ledger.c.kind.in_(list(kinds)))
-    return [LedgerRecord.from_row(row) for row in conn.execute(query.order_by(ledger.c.seq))]
+    if kinds is None:
+        rows = conn.execute(_LEDGER.order_by(ledger.c.seq), {"t": token})
+    else:
+        rows = conn.execute(
+            _LEDGER_OF_KINDS.order_by(ledger.c.seq), {"t": token, "kinds": list(kinds)}
+        )
+    return [LedgerRecord.from_row(row) for row in rows]
 
 
 def last_of_kind(conn: Connection, token: str, kind: str) -> LedgerRecord | None:
     """The token's latest ledger row of one kind."""
-    query = select(ledger).where(ledger.c.token == token, ledger.c.kind == kind)
-    row = conn.execute(query.order_by(ledger.c.seq.desc()).limit(1)).first()
+    row = conn.execute(_LAST_OF_KIND, {"t": token, "kind": kind}).first()
     return LedgerRecord.from_row(row) if row else None
 
 
@@ -224,21 +273,18 @@ def insert_task(conn: Connection, token: str, state: str, visit: int, now: datet
 
 def get_task(conn: Connection, task_id: int) -> TaskRecord | None:
     """The task with this id, or None."""
-    row = conn.execute(select(tasks).where(tasks.c.id == task_id)).first()
+    row = conn.execute(_GET_TASK, {"id": task_id}).first()
     return TaskRecord.from_row(row) if row else None
 
 
 def open_tasks(conn: Connection, token: str) -> list[TaskRecord]:
     """The token's queued, claimed or waiting tasks, by id."""
-    query = select(tasks).where(
-        tasks.c.token == token, tasks.c.status.in_(("queued", "claimed", "waiting"))
-    )
-    return [TaskRecord.from_row(row) for row in conn.execute(query.order_by(tasks.c.id))]
+    return [TaskRecord.from_row(row) for row in conn.execute(_OPEN_TASKS, {"t": token})]
 
 
 def update_task(conn: Connection, task_id: int, **values: Any) -> None:
     """Change columns of one task."""
-    conn.execute(update(tasks).where(tasks.c.id == task_id).values(**values))
+    conn.execute(_UPDATE_TASK, {"task_id": task_id, **values})
 
 
 def queued_candidates(
@@ -249,21 +295,29 @@ def queued_candidates(
     A pair's workflow None means the main workflow (`tokens.workflow` null). Each task comes
     with its token's parent, to find the family lock.
     """
-    conditions = [
-        and_(
-            tasks.c.state == state,
-            tokens.c.workflow.is_(None) if workflow is None else tokens.c.workflow == workflow,
-        )
-        for workflow, state in served
-    ]
-    query = (
+    query = _candidates_query(tuple(served), limit)
+    return [(TaskRecord.from_row(row), row._mapping["parent"]) for row in conn.execute(query)]
+
+
+@functools.lru_cache(maxsize=256)
+def _candidates_query(served: tuple[tuple[str | None, str], ...], limit: int) -> Select[Any]:
+    """One oldest-first part per served pair, merged: each part walks `tasks_queue`
+    (status, state, then id) in order and stops at `limit`, so a long queue costs nothing."""
+    parts = [_pair_candidates(workflow, state, limit).subquery() for workflow, state in served]
+    merged = union_all(*(select(part) for part in parts)).subquery()
+    return select(merged).order_by(merged.c.id).limit(limit)
+
+
+def _pair_candidates(workflow: str | None, state: str, limit: int) -> Select[Any]:
+    belongs = tokens.c.workflow.is_(None) if workflow is None else tokens.c.workflow == workflow
+    return (
         select(tasks, tokens.c.parent)
         .join(tokens, tokens.c.token == tasks.c.token)
-        .where(tasks.c.status == "queued", tokens.c.status == "active", or_(*conditions))
+        .where(tasks.c.status == "queued", tasks.c.state == state)
+        .where(tokens.c.status == "active", belongs)
         .order_by(tasks.c.id)
         .limit(limit)
     )
-    return [(TaskRecord.from_row(row), row._mapping["parent"]) for row in conn.execute(query)]
 
 
 def renew_leases(
@@ -289,16 +343,17 @@ def renew_leases(
 
 def insert_timer(conn: Connection, **values: Any) -> int:
     """Insert a pending timer and answer its id."""
-    result = conn.execute(insert(timers).values(status="pending", **values).returning(timers.c.id))
-    return int(result.scalar_one())
+    return int(conn.execute(_INSERT_TIMER, {**values, "status": "pending"}).scalar_one())
 
 
 def cancel_timers(conn: Connection, token: str, kind: str | None = None) -> None:
     """Set the token's pending timers (of one kind, or all) to cancelled."""
-    query = update(timers).where(timers.c.token == token, timers.c.status == "pending")
-    if kind is not None:
-        query = query.where(timers.c.kind == kind)
-    conn.execute(query.values(status="cancelled"))
+    if kind is None:
+        conn.execute(_PENDING_TIMERS, {"t": token, "status": "cancelled"})
+    else:
+        conn.execute(
+            _PENDING_TIMERS_OF_KIND, {"t": token, "timer_kind": kind, "status": "cancelled"}
+        )
 
 
 # --- memory ---------------------------------------------------------------------------------
@@ -306,36 +361,29 @@ def cancel_timers(conn: Connection, token: str, kind: str | None = None) -> None
 
 def memory_of(conn: Connection, token: str, state: str) -> dict[str, Any]:
     """Every memory key of (token, state), as an object (keys sorted)."""
-    query = select(memory.c.key, memory.c.value).where(
-        memory.c.token == token, memory.c.state == state
-    )
-    return {key: value for key, value in conn.execute(query.order_by(memory.c.key))}
+    return {key: value for key, value in conn.execute(_MEMORY_OF, {"t": token, "s": state})}
 
 
 def memory_exists(conn: Connection, token: str, state: str, key: str) -> bool:
     """Whether the memory key exists."""
-    query = select(memory.c.key).where(
-        memory.c.token == token, memory.c.state == state, memory.c.key == key
-    )
-    return conn.execute(query).first() is not None
+    found = conn.execute(_MEMORY_EXISTS, {"t": token, "s": state, "k": key})
+    return found.first() is not None
 
 
 def set_memory(conn: Connection, token: str, state: str, key: str, value: Any) -> None:
     """Insert or replace one memory value."""
     delete_memory(conn, token, state, key)
-    conn.execute(insert(memory).values(token=token, state=state, key=key, value=value))
+    conn.execute(_INSERT_MEMORY, {"token": token, "state": state, "key": key, "value": value})
 
 
 def delete_memory(conn: Connection, token: str, state: str, key: str) -> None:
     """Delete one memory key."""
-    conn.execute(
-        delete(memory).where(memory.c.token == token, memory.c.state == state, memory.c.key == key)
-    )
+    conn.execute(_DELETE_MEMORY, {"t": token, "s": state, "k": key})
 
 
 def delete_all_memory(conn: Connection, token: str) -> None:
     """Delete every memory row of a token (it ended)."""
-    conn.execute(delete(memory).where(memory.c.token == token))
+    conn.execute(_DELETE_ALL_MEMORY, {"t": token})
 
 
 # --- claims ---------------------------------------------------------------------------------
@@ -343,15 +391,15 @@ def delete_all_memory(conn: Connection, token: str) -> None:
 
 def claim_row_for_update(conn: Connection, supervisor: str) -> ClaimRecord:
     """The supervisor's claims row, locked; created with request `""` if missing."""
-    query = select(claims).where(claims.c.supervisor == supervisor)
+    params = {"sup": supervisor}
     if conn.dialect.name == "postgresql":
         conn.execute(_pg_insert_ignore(supervisor))
-        row = conn.execute(query.with_for_update()).first()
+        row = conn.execute(_CLAIM_ROW.with_for_update(), params).first()
     else:
-        row = conn.execute(query).first()
+        row = conn.execute(_CLAIM_ROW, params).first()
         if row is None:
             conn.execute(insert(claims).values(supervisor=supervisor, request=""))
-            row = conn.execute(query).first()
+            row = conn.execute(_CLAIM_ROW, params).first()
     assert row is not None
     m = row._mapping
     return ClaimRecord(m["supervisor"], m["request"], m["task_id"], m["attempt"])
@@ -367,11 +415,8 @@ def save_claim(
     conn: Connection, supervisor: str, request: str, task_id: int | None, attempt: int | None
 ) -> None:
     """Replace the supervisor's claims row."""
-    conn.execute(
-        update(claims)
-        .where(claims.c.supervisor == supervisor)
-        .values(request=request, task_id=task_id, attempt=attempt)
-    )
+    values = {"request": request, "task_id": task_id, "attempt": attempt}
+    conn.execute(_SAVE_CLAIM, {"sup": supervisor, **values})
 
 
 # --- control_plane --------------------------------------------------------------------------
