@@ -6,18 +6,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.css.query import NoMatches
-from textual.screen import Screen
-from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Static
 
 from tui.format import LEASE_SECONDS, TASK_STYLES, lease_bar, parse_time, since, status_text
-from tui.screens.token import fill
 from tui.widgets import Banner, StatusBar
+from tui.widgets.polling import PollingScreen
 from tui.widgets.states import graph_states
+from tui.widgets.tables import add_columns, fill
 
 CLAIM_LOOKUPS_PER_POLL = 10
 """How many tokens' histories one poll reads to learn when their tasks were claimed."""
@@ -74,7 +71,7 @@ def oldest_per_state(queued: list[dict[str, Any]]) -> dict[str, str]:
     return oldest
 
 
-class LeasesScreen(Screen[None]):
+class LeasesScreen(PollingScreen):
     """Held tasks, supervisors and the backlog; a stalled supervisor's leases run out first."""
 
     TITLE = "leases"
@@ -83,12 +80,6 @@ class LeasesScreen(Screen[None]):
         super().__init__()
         self.claimed_at: dict[tuple[int, int], str] = {}
         self._looked_up: set[str] = set()
-        self._timer: Timer | None = None
-
-    @property
-    def console(self) -> Any:
-        """The console app."""
-        return self.app
 
     def compose(self) -> ComposeResult:
         """Status bar, banner, held tasks, supervisors and queue side by side, footer."""
@@ -103,39 +94,13 @@ class LeasesScreen(Screen[None]):
 
     def on_mount(self) -> None:
         """Columns and the poll timer."""
-        for name, columns in (("held", HELD), ("supervisors", SUPERVISORS), ("queued", QUEUED)):
-            table = self.query_one(f"#{name}", DataTable)
-            for label, key in columns:
-                table.add_column(label, key=key)
+        add_columns(self, {"held": HELD, "supervisors": SUPERVISORS, "queued": QUEUED})
         self.query_one("#supervisors", DataTable).border_title = "supervisors"
         self.query_one("#queued", DataTable).border_title = "queued tasks per state"
-        self._timer = self.set_interval(self.console.refresh_seconds, self.refresh_now)
-        self.refresh_now()
+        self.start_polling()
 
-    def on_screen_suspend(self) -> None:
-        """Poll only what is shown."""
-        if self._timer is not None:
-            self._timer.pause()
-
-    def on_screen_resume(self) -> None:
-        """Back on screen: poll at once."""
-        if self._timer is not None:
-            self._timer.resume()
-            self.refresh_now()
-
-    def refresh_now(self) -> None:
-        """Poll now."""
-        self.poll()
-
-    @work(exclusive=True, group="leases")
-    async def poll(self) -> None:
+    async def fetch(self) -> None:
         """Claimed, waiting and queued tasks; claim times from the histories, a few a poll."""
-        try:
-            await self._poll()
-        except NoMatches:
-            return  # the screen closed while a request was in flight
-
-    async def _poll(self) -> None:
         plane, call = self.console.plane, self.console.call
         claimed = await call(plane.tasks(status="claimed", limit=1000))
         waiting = await call(plane.tasks(status="waiting", limit=1000))
@@ -159,7 +124,7 @@ class LeasesScreen(Screen[None]):
             for entry in entries or []:
                 data = entry.get("data") or {}
                 if entry.get("kind") == "task_claimed" and isinstance(data, dict):
-                    self.claimed_at[(data.get("task"), data.get("attempt"))] = entry.get("at")  # type: ignore[index]  # JSON ints
+                    self.claimed_at[(data.get("task"), data.get("attempt"))] = entry.get("at")  # type: ignore[index,assignment]  # JSON ints; an entry has its "at"
         for t in held:
             # A task claimed again after a lookup gets looked up again.
             if (t.get("task"), t.get("attempt")) not in self.claimed_at:

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
-from textual.screen import Screen
-from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Static
 
 from tui.format import local_time, parse_time, since
 from tui.outbox import STALE_SECONDS, SupervisorView, read_folder
-from tui.screens.token import fill
 from tui.widgets import Banner, StatusBar
+from tui.widgets.polling import PollingScreen
+from tui.widgets.tables import add_columns, fill
 
 FOLDERS = (
     ("supervisor", "name"),
@@ -63,7 +61,7 @@ def is_stale(created_at: str, now: datetime) -> bool:
     return moment is not None and (now - moment).total_seconds() > STALE_SECONDS
 
 
-class OutboxesScreen(Screen[None]):
+class OutboxesScreen(PollingScreen):
     """The supervisors given with `--supervisor`; select one to see its grants and outbox."""
 
     TITLE = "supervisors and outboxes"
@@ -72,12 +70,6 @@ class OutboxesScreen(Screen[None]):
         super().__init__()
         self.views: list[SupervisorView] = []
         self.chosen = 0
-        self._timer: Timer | None = None
-
-    @property
-    def console(self) -> Any:
-        """The console app."""
-        return self.app
 
     def compose(self) -> ComposeResult:
         """Status bar, banner, the folders, then grants and messages of the chosen one."""
@@ -99,32 +91,13 @@ class OutboxesScreen(Screen[None]):
         """Columns and the poll timer."""
         if not self.console.supervisors:
             return
-        for name, columns in (("folders", FOLDERS), ("grants", GRANTS), ("messages", MESSAGES)):
-            table = self.query_one(f"#{name}", DataTable)
-            for label, key in columns:
-                table.add_column(label, key=key)
+        add_columns(self, {"folders": FOLDERS, "grants": GRANTS, "messages": MESSAGES})
         self.query_one("#folders", DataTable).styles.height = len(self.console.supervisors) + 3
         self.query_one("#grants", DataTable).border_title = "running"
         self.query_one("#messages", DataTable).border_title = "outbox"
-        self._timer = self.set_interval(self.console.refresh_seconds, self.refresh_now)
-        self.refresh_now()
+        self.start_polling()
 
-    def on_screen_suspend(self) -> None:
-        """Poll only what is shown."""
-        if self._timer is not None:
-            self._timer.pause()
-
-    def on_screen_resume(self) -> None:
-        """Back on screen: read at once."""
-        if self._timer is not None:
-            self._timer.resume()
-            self.refresh_now()
-
-    def refresh_now(self) -> None:
-        """Read the folders now."""
-        self.poll()
-
-    @work(exclusive=True, group="outboxes", thread=True)
+    @work(exclusive=True, group="poll", thread=True)
     def poll(self) -> None:
         """Read every folder in a thread: SQLite and the files block."""
         views = [read_folder(folder) for folder in self.console.supervisors]

@@ -7,11 +7,9 @@ from typing import Any, ClassVar
 
 from rich.syntax import Syntax
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.css.query import NoMatches
-from textual.timer import Timer
 from textual.widgets import DataTable, Footer, RichLog, Static, TabbedContent, TabPane
 
 from stateous.model.history import display_state, history_line, payload_json
@@ -28,6 +26,8 @@ from tui.format import (
 from tui.screens.steering import STEERING_BINDINGS, SteeringScreen
 from tui.screens.tokens import steering_commands
 from tui.widgets import Banner, StatusBar
+from tui.widgets.polling import PollingScreen
+from tui.widgets.tables import add_columns, fill
 
 VALUE_LIMIT = 40
 """A memory value longer than this is cut in the table; the full value shows on select."""
@@ -49,7 +49,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-class TokenScreen(SteeringScreen):
+class TokenScreen(PollingScreen, SteeringScreen):
     """The token screen; polls the token, its new history entries, and the open tab."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -66,7 +66,6 @@ class TokenScreen(SteeringScreen):
         self.token: dict[str, Any] | None = None
         self.last_seq = 0
         self.memory: list[dict[str, Any]] = []
-        self._timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         """Status bar, banner, the token line, tabs, footer."""
@@ -107,23 +106,8 @@ class TokenScreen(SteeringScreen):
 
     def on_mount(self) -> None:
         """Columns and the poll timer."""
-        for name, columns in TABLES.items():
-            table = self.query_one(f"#{name}", DataTable)
-            for label, key in columns:
-                table.add_column(label, key=key)
-        self._timer = self.set_interval(self.console.refresh_seconds, self.refresh_now)
-        self.refresh_now()
-
-    def on_screen_suspend(self) -> None:
-        """Poll only what is shown."""
-        if self._timer is not None:
-            self._timer.pause()
-
-    def on_screen_resume(self) -> None:
-        """Back on screen: poll at once."""
-        if self._timer is not None:
-            self._timer.resume()
-            self.refresh_now()
+        add_columns(self, TABLES)
+        self.start_polling()
 
     @on(TabbedContent.TabActivated)
     def _tab_changed(self) -> None:
@@ -131,19 +115,8 @@ class TokenScreen(SteeringScreen):
 
     # ------------------------------------------------------------------ data
 
-    def refresh_now(self) -> None:
-        """Poll now."""
-        self.poll()
-
-    @work(exclusive=True, group="token")
-    async def poll(self) -> None:
+    async def fetch(self) -> None:
         """The token, the history after the last entry shown, and the open tab's rows."""
-        try:
-            await self._poll()
-        except NoMatches:
-            return  # the screen closed while a request was in flight
-
-    async def _poll(self) -> None:
         plane, ident = self.console.plane, self.token_id
         token = await self.console.call(plane.token(ident))
         if token is None or ident != self.token_id:
@@ -303,20 +276,3 @@ class TokenScreen(SteeringScreen):
             SystemCommand("Open the parent token", "(u)", self.action_parent),
             *steering_commands(self),
         ]
-
-
-def fill(table: DataTable[Any], rows: list[list[Text]], keys: list[str]) -> None:
-    """Show `rows` in `table`, updating cells in place when the keys did not change."""
-    current = [str(row.value) for row in table.rows]
-    if current == keys:
-        columns = list(table.columns)
-        for key, row in zip(keys, rows, strict=True):
-            for column, cell in zip(columns, row, strict=True):
-                table.update_cell(key, column, cell)
-        return
-    cursor = table.cursor_row
-    table.clear()
-    for key, row in zip(keys, rows, strict=True):
-        table.add_row(*row, key=key)
-    if rows:
-        table.move_cursor(row=min(cursor, len(rows) - 1), animate=False)

@@ -7,12 +7,10 @@ from functools import partial
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.css.query import NoMatches
-from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Input, Static
 
 from stateous.model.history import display_state
@@ -20,6 +18,7 @@ from tui.format import STATUSES, duration, parse_time, status_text
 from tui.schema import state_key
 from tui.screens.steering import STEERING_BINDINGS, SteeringScreen
 from tui.widgets import Banner, StatesPanel, StatusBar
+from tui.widgets.polling import PollingScreen
 from tui.widgets.token_list import Cell, TokenList
 
 LIMIT = 1000
@@ -70,7 +69,7 @@ def arrange(
     return rows
 
 
-class TokensScreen(SteeringScreen):
+class TokensScreen(PollingScreen, SteeringScreen):
     """Every token, most recently moved first, with the states panel beside it."""
 
     TITLE = "tokens"
@@ -101,7 +100,6 @@ class TokensScreen(SteeringScreen):
         self._keys: list[str] = []
         self._fixed: dict[tuple[object, ...], list[Cell]] = {}
         self._filters_shown = ""
-        self._timer: Timer | None = None
         self.loaded = False
         """True once the first listing is on screen (the benchmark waits for it)."""
 
@@ -123,38 +121,15 @@ class TokensScreen(SteeringScreen):
         self.watch(self.console, "stats", self._stats_changed)
         self.watch(self.console, "graph", self._stats_changed)
         self._show_filters()
-        self._timer = self.set_interval(self.console.refresh_seconds, self.refresh_now)
-        self.refresh_now()
-
-    def on_screen_suspend(self) -> None:
-        """Poll only what is shown."""
-        if self._timer is not None:
-            self._timer.pause()
-
-    def on_screen_resume(self) -> None:
-        """Back on screen: poll at once, then at the interval."""
-        if self._timer is not None:
-            self._timer.resume()
-            self.refresh_now()
+        self.start_polling()
 
     def _stats_changed(self, _value: object = None) -> None:
         self.query_one(StatesPanel).show(self.console.graph, self.console.stats)
 
     # ------------------------------------------------------------------ data
 
-    def refresh_now(self) -> None:
-        """Fetch the listing now."""
-        self.poll()
-
-    @work(exclusive=True, group="tokens")
-    async def poll(self) -> None:
+    async def fetch(self) -> None:
         """`GET /tokens` with the status filter; the rest of the filters apply here."""
-        try:
-            await self._poll()
-        except NoMatches:
-            return  # the screen closed while a request was in flight
-
-    async def _poll(self) -> None:
         plane = self.console.plane
         listing = await self.console.call(plane.tokens(status=self.status_filter, limit=LIMIT))
         if listing is None:
