@@ -8,7 +8,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
 
-from anyio import to_thread
+from anyio import CapacityLimiter, to_thread
 from litestar import Litestar, Request, Response, get, post, put
 from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException
 from litestar.params import FromPath
@@ -30,6 +30,7 @@ from stateous.control.engine.start import start
 from stateous.control.engine.views import token_wire
 from stateous.control.errors import Refusal
 from stateous.control.plane import Plane
+from stateous.control.store.db import ENGINE_CALLS
 
 log = logging.getLogger("stateous.api")
 
@@ -55,7 +56,8 @@ def plane_of(request: Request[Any, Any, Any]) -> Plane:
 
 async def run[T](request: Request[Any, Any, Any], call: str, work: Callable[[Connection], T]) -> T:
     """Run one engine call in its own transaction, off the event loop."""
-    return await to_thread.run_sync(plane_of(request).run, call, work)
+    limiter: CapacityLimiter = request.app.state.engine_calls
+    return await to_thread.run_sync(plane_of(request).run, call, work, limiter=limiter)
 
 
 async def read_body(request: Request[Any, Any, Any]) -> dict[str, Any]:
@@ -334,4 +336,6 @@ def create_app(plane: Plane, *, auth_token: str | None = None) -> Litestar:
     openapi.document(app)
     app.state.plane = plane
     app.state.auth_token = auth_token
+    # Transactions beyond this only wait for the database's lock or a pooled connection.
+    app.state.engine_calls = CapacityLimiter(ENGINE_CALLS)
     return app

@@ -95,11 +95,11 @@ def set_timer(
 
 def enter(tx: Tx, body: WorkflowBody, token: TokenRecord, state: str) -> TokenRecord:
     """Enter a state (§2.7): `entered`, then a task, a timeout, or the children."""
-    visit = next_visit(tx, token.token, state)
+    spec = body.states[state]
+    visit = next_visit(tx, token.token, state, queues_tasks=not spec.is_parallel)
     tx.write(token.token, "entered", {"state": state, "visit": visit})
     q.update_token(tx.conn, token.token, state=state, visit=visit, entered_at=tx.now)
     token = replace(token, state=state, visit=visit, entered_at=tx.now)
-    spec = body.states[state]
     if not spec.is_parallel:
         task = q.insert_task(tx.conn, token.token, state, visit, tx.now)
         tx.write(token.token, "task_queued", {"task": task, "state": state})

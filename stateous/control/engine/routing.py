@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stateous.control.engine.tx import Tx
+from stateous.control.store import queries as q
 from stateous.control.store.queries import TokenRecord
 from stateous.model.graph import START, STARTED, TransitionSpec, WorkflowBody
 from stateous.model.guards import GuardEnv
@@ -152,7 +153,14 @@ def _parallel_problem(
     return children_problem(tx, token.token, target, visit, context)
 
 
-def next_visit(tx: Tx, token: str, state: str) -> int:
-    """The visit a token makes on entering `state` now: its `entered` rows for it, plus 1."""
+def next_visit(tx: Tx, token: str, state: str, *, queues_tasks: bool = False) -> int:
+    """The visit a token makes on entering `state` now: its `entered` rows for it, plus 1.
+
+    Each entry of a state that queues tasks queues exactly one, with the entry's visit; for
+    such a state (`queues_tasks`) the highest task visit is that count, read without decoding
+    the ledger.
+    """
+    if queues_tasks:
+        return 1 + q.highest_visit(tx.conn, token, state)
     rows = tx.ledger(token, ("entered",))
     return 1 + sum(1 for row in rows if row.data.get("state") == state)

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.pool import StaticPool
 
 from stateous.control.errors import DatabaseBusy, RecordedRefusal
@@ -19,6 +20,9 @@ from stateous.control.errors import DatabaseBusy, RecordedRefusal
 log = logging.getLogger("stateous.store")
 
 T = TypeVar("T")
+
+#: How many engine calls the API runs at once (worker threads holding a connection).
+ENGINE_CALLS = 16
 
 # SQLSTATEs of a deadlock and a serialization failure: the request is run once more.
 RETRY_STATES = frozenset({"40P01", "40001"})
@@ -72,7 +76,12 @@ def make_engine(url: str, *, busy_timeout: float = 30.0, lock_timeout: float = 1
         return _sqlite_engine(url, parsed.database, busy_timeout)
     if parsed.get_backend_name() == "postgresql":
         args = postgres_connect_args(lock_timeout=lock_timeout)
-        return create_engine(url, pool_pre_ping=True, connect_args=args, pool_size=8)
+        # A fixed pool: an overflow connection would be opened and closed again per request
+        # under load, and a Postgres connection costs milliseconds. The API runs at most
+        # ENGINE_CALLS transactions at once; the rest is for the clock and the hold.
+        return create_engine(
+            url, pool_pre_ping=True, connect_args=args, pool_size=ENGINE_CALLS + 4, max_overflow=0
+        )
     return create_engine(url, pool_pre_ping=True)
 
 
@@ -136,6 +145,8 @@ class Store:
             except OperationalError as exc:
                 if _sqlstate(exc) in RETRY_STATES:
                     raise
+                raise DatabaseBusy() from exc
+            except PoolTimeout as exc:  # every pooled connection stayed in use for 30 s
                 raise DatabaseBusy() from exc
 
     @contextmanager

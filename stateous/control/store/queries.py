@@ -139,6 +139,9 @@ _KEY_USED = select(ledger.c.seq).where(
     ledger.c.token == bindparam("t"), ledger.c.key == bindparam("key")
 )
 _GET_TASK = select(tasks).where(tasks.c.id == bindparam("id"))
+_HIGHEST_VISIT = select(func.max(tasks.c.visit)).where(
+    tasks.c.token == bindparam("t"), tasks.c.state == bindparam("s")
+)
 _UPDATE_TASK = update(tasks).where(tasks.c.id == bindparam("task_id"))
 _OPEN_TASKS = (
     select(tasks)
@@ -269,6 +272,11 @@ def insert_task(conn: Connection, token: str, state: str, visit: int, now: datet
     """Queue a task (attempt 0) and answer its id."""
     values = {"token": token, "state": state, "visit": visit, "status": "queued", "attempt": 0}
     return int(conn.execute(_INSERT_TASK, {**values, "queued_at": now}).scalar_one())
+
+
+def highest_visit(conn: Connection, token: str, state: str) -> int:
+    """The highest visit among the token's tasks of `state` (0 when none)."""
+    return int(conn.execute(_HIGHEST_VISIT, {"t": token, "s": state}).scalar() or 0)
 
 
 def get_task(conn: Connection, task_id: int) -> TaskRecord | None:
