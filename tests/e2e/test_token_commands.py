@@ -7,7 +7,6 @@ the supervisor `build-box-1` would.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -21,42 +20,7 @@ import httpx
 import pytest
 
 from tests.support import ServeProcess, free_port, serve_process, sqlite_url
-
-SDLC = {
-    "stateous": 1,
-    "workflow": "sdlc",
-    "context": "Ticket",
-    "states": {
-        "coding": {"timeout": "6h", "retries": 2, "emits": ["done", "stuck"]},
-        "testing": {"timeout": "1h", "emits": ["passed", "failed"]},
-    },
-    "events": {
-        "done": {},
-        "stuck": {},
-        "passed": {"payload": "Tests"},
-        "failed": {"payload": "Tests"},
-    },
-    "transitions": [
-        {"from": "__start__", "to": "coding"},
-        {"from": "coding", "to": "testing", "on": "done"},
-        {"from": "coding", "to": "__end__", "on": "stuck"},
-        {"from": "testing", "to": "__end__", "on": "passed"},
-        {"from": "testing", "to": "coding", "on": "failed", "when": "count('failed') < 3"},
-        {"from": "testing", "to": "__end__", "on": "failed", "otherwise": True},
-    ],
-    "schemas": {
-        "Tests": {
-            "properties": {"passed": {"type": "integer"}, "failed": {"type": "integer"}},
-            "required": ["passed", "failed"],
-            "type": "object",
-        },
-        "Ticket": {
-            "properties": {"repo": {"type": "string"}},
-            "required": ["repo"],
-            "type": "object",
-        },
-    },
-}
+from tests.support.graphs import SDLC, write_graph
 
 TIME = re.compile(r"^\d\d:\d\d:\d\d  ")
 DUE = re.compile(r"at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)$")
@@ -65,8 +29,7 @@ DUE = re.compile(r"at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)$")
 @contextmanager
 def serving(folder: Path) -> Iterator[ServeProcess]:
     """`stateous serve` of `sdlc` on a fresh SQLite file in `folder`."""
-    graph = folder / "sdlc.json"
-    graph.write_text(json.dumps(SDLC, indent=2) + "\n", encoding="utf-8")
+    graph = write_graph(folder, SDLC)
     with serve_process(graph, sqlite_url(folder), cwd=folder) as served:
         try:
             yield served

@@ -1,4 +1,8 @@
-"""`stateous serve` as a real process, for integration tests of every side."""
+"""`stateous serve` as a real process, for integration tests of every side.
+
+`Piped` and `start_piped` serve any `stateous` child whose stderr a test reads (the supervisor's
+helpers in tests/integration/supervisor/procs.py build on them too).
+"""
 
 from __future__ import annotations
 
@@ -20,16 +24,26 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
-class ServeProcess:
-    """A running `stateous serve`: its base URL, its process, and the stderr lines so far."""
+class Piped:
+    """A child process and the lines of its stderr so far, which a thread reads into a queue."""
 
-    url: str
     process: subprocess.Popen[str]
     lines: list[str] = field(default_factory=list)
     _queue: queue.Queue[str | None] = field(default_factory=queue.Queue)
 
-    def read_lines(self, timeout: float = 0.0) -> list[str]:
-        """Collect the stderr lines that arrived (waiting up to `timeout` for the first one)."""
+    def start_reading(self) -> threading.Thread:
+        """Start the thread that reads stderr to its end and then closes it; answer the thread."""
+        reader = threading.Thread(
+            target=_pump_to_end, args=(self.process, self._queue), daemon=True
+        )
+        reader.start()
+        return reader
+
+    def read_lines(self, timeout: float = 0.0, *, drain: bool = False) -> list[str]:
+        """Collect the stderr lines that arrive until `timeout` or the end of the pipe.
+
+        With `drain`, stop as soon as the lines that have arrived are taken (once there is one).
+        """
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -39,12 +53,25 @@ class ServeProcess:
             if line is None:
                 return self.lines
             self.lines.append(line)
+            if drain:
+                deadline = time.monotonic()
+
+    def interrupt(self, timeout: float) -> int:
+        """Send SIGINT (Ctrl-C) unless it has ended, wait for the exit, answer the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        return self.process.wait(timeout=timeout)
+
+
+@dataclass(kw_only=True)
+class ServeProcess(Piped):
+    """A running `stateous serve`: its base URL, its process, and the stderr lines so far."""
+
+    url: str
 
     def stop(self, timeout: float = 10.0) -> int:
         """Send SIGINT (Ctrl-C), wait for the exit, and answer the exit code."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-        code = self.process.wait(timeout=timeout)
+        code = self.interrupt(timeout)
         self.read_lines(timeout=1.0)
         return code
 
@@ -75,13 +102,26 @@ def start_serve(
     cwd: Path | None = None,
 ) -> subprocess.Popen[str]:
     """Start `stateous serve` (stderr piped, text mode) without waiting."""
-    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    return start_piped(serve_command(graph, db_url, listen, *extra), env=env, cwd=cwd)
+
+
+def start_piped(
+    argv: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    stdout: int = subprocess.PIPE,
+) -> subprocess.Popen[str]:
+    """Start `argv` with stderr piped in text mode and Python's output unbuffered.
+
+    `env` is added to this process's environment; `cwd` is the checkout unless given.
+    """
     return subprocess.Popen(
-        serve_command(graph, db_url, listen, *extra),
-        stdout=subprocess.PIPE,
+        list(argv),
+        stdout=stdout,
         stderr=subprocess.PIPE,
         text=True,
-        env=full_env,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         cwd=cwd or ROOT,
     )
 
@@ -90,6 +130,13 @@ def _pump(stream: object, sink: queue.Queue[str | None]) -> None:
     for line in stream:  # type: ignore[attr-defined]  # a text pipe
         sink.put(line.rstrip("\n"))
     sink.put(None)
+
+
+def _pump_to_end(process: subprocess.Popen[str], sink: queue.Queue[str | None]) -> None:
+    """`_pump` of the process's stderr, then close it (no ResourceWarning once it has ended)."""
+    assert process.stderr is not None
+    with process.stderr:
+        _pump(process.stderr, sink)
 
 
 @contextmanager
@@ -110,8 +157,7 @@ def serve_process(
     """
     process = start_serve(graph, db_url, listen=listen, extra=extra, env=env, cwd=cwd)
     served = ServeProcess(url="", process=process)
-    pump = threading.Thread(target=_pump, args=(process.stderr, served._queue), daemon=True)
-    pump.start()
+    pump = served.start_reading()
     try:
         served.url = _wait_ready(served, ready_timeout)
         yield served

@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import os
-import queue
 import re
-import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 
-from tests.support import ServeProcess, serve_process
+from tests.support import serve_process
+from tests.support.serve import Piped, start_piped
 
 ROOT = Path(__file__).resolve().parents[3]
 FAST = {
@@ -30,25 +25,12 @@ FAST = {
 
 
 @dataclass
-class Supervise:
+class Supervise(Piped):
     """A running `stateous supervise`: its process and the stderr lines so far."""
-
-    process: subprocess.Popen[str]
-    lines: list[str] = field(default_factory=list)
-    _queue: queue.Queue[str | None] = field(default_factory=queue.Queue)
 
     def read(self, timeout: float = 0.0) -> list[str]:
         """Collect the lines that arrived, waiting up to `timeout` for one."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                return self.lines
-            if line is None:
-                return self.lines
-            self.lines.append(line)
-            deadline = time.monotonic()  # drain what is there, then return
+        return self.read_lines(timeout, drain=True)
 
     def wait_for(self, pattern: str, timeout: float = 45.0) -> str:
         """The first log message (after the time and logger) matching `pattern`."""
@@ -73,9 +55,7 @@ class Supervise:
 
     def stop(self, timeout: float = 20.0) -> int:
         """Ctrl-C once and wait for the exit code."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-        code = self.process.wait(timeout=timeout)
+        code = self.interrupt(timeout)
         self.read(timeout=0.5)
         return code
 
@@ -97,24 +77,14 @@ def message_of(line: str) -> str:
 
 def start_supervise(folder: Path, *, env: dict[str, str] | None = None) -> Supervise:
     """Start `stateous supervise FOLDER` with the short timings of tests."""
-    process = subprocess.Popen(
+    process = start_piped(
         [sys.executable, "-m", "stateous", "supervise", str(folder)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+        env={"PYTHONPATH": str(ROOT), **FAST, **(env or {})},
         cwd=folder.parent,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT), **FAST, **(env or {})},
+        stdout=subprocess.DEVNULL,
     )
     running = Supervise(process)
-
-    def pump() -> None:
-        assert process.stderr is not None
-        with process.stderr:
-            for line in process.stderr:
-                running._queue.put(line.rstrip("\n"))
-        running._queue.put(None)
-
-    threading.Thread(target=pump, daemon=True).start()
+    running.start_reading()
     return running
 
 
@@ -156,15 +126,5 @@ def wait_until(check: object, timeout: float = 45.0, what: str = "") -> None:
     raise AssertionError(f"timed out waiting for {what or check}")
 
 
-@contextmanager
-def serving(graph: Path, db_url: str, **options: Any) -> Iterator[ServeProcess]:
-    """`serve_process`, closing the child's pipes at the end (the helper leaves them open)."""
-    with serve_process(graph, db_url, **options) as served:
-        try:
-            yield served
-        finally:
-            if served.process.poll() is None:
-                served.stop()
-            for pipe in (served.process.stdout, served.process.stderr):
-                if pipe is not None:
-                    pipe.close()
+serving = serve_process
+"""`serve_process` of tests/support/serve.py, which stops the server and closes its pipes."""
