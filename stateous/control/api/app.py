@@ -30,7 +30,7 @@ from stateous.control.engine.start import start
 from stateous.control.engine.views import token_wire
 from stateous.control.errors import Refusal
 from stateous.control.plane import Plane
-from stateous.control.store.db import ENGINE_CALLS
+from stateous.control.store.db import CLAIM_CALLS, ENGINE_CALLS
 
 log = logging.getLogger("stateous.api")
 
@@ -56,7 +56,9 @@ def plane_of(request: Request[Any, Any, Any]) -> Plane:
 
 async def run[T](request: Request[Any, Any, Any], call: str, work: Callable[[Connection], T]) -> T:
     """Run one engine call in its own transaction, off the event loop."""
-    limiter: CapacityLimiter = request.app.state.engine_calls
+    # A supervisor claims one task at a time (spec 40 §4.3): a claim queued behind the reports
+    # would hold up every supervisor's next routine, so claims have their own turns.
+    limiter: CapacityLimiter = request.app.state.limiters[call == "claim"]
     return await to_thread.run_sync(plane_of(request).run, call, work, limiter=limiter)
 
 
@@ -337,5 +339,5 @@ def create_app(plane: Plane, *, auth_token: str | None = None) -> Litestar:
     app.state.plane = plane
     app.state.auth_token = auth_token
     # Transactions beyond this only wait for the database's lock or a pooled connection.
-    app.state.engine_calls = CapacityLimiter(ENGINE_CALLS)
+    app.state.limiters = (CapacityLimiter(ENGINE_CALLS), CapacityLimiter(CLAIM_CALLS))
     return app

@@ -21,8 +21,10 @@ log = logging.getLogger("stateous.store")
 
 T = TypeVar("T")
 
-#: How many engine calls the API runs at once (worker threads holding a connection).
+#: How many engine calls the API runs at once (worker threads holding a connection), besides
+#: claims, which have turns of their own.
 ENGINE_CALLS = 16
+CLAIM_CALLS = 4
 
 # SQLSTATEs of a deadlock and a serialization failure: the request is run once more.
 RETRY_STATES = frozenset({"40P01", "40001"})
@@ -78,9 +80,10 @@ def make_engine(url: str, *, busy_timeout: float = 30.0, lock_timeout: float = 1
         args = postgres_connect_args(lock_timeout=lock_timeout)
         # A fixed pool: an overflow connection would be opened and closed again per request
         # under load, and a Postgres connection costs milliseconds. The API runs at most
-        # ENGINE_CALLS transactions at once; the rest is for the clock and the hold.
+        # ENGINE_CALLS + CLAIM_CALLS transactions at once; the rest is for the clock and the hold.
+        size = ENGINE_CALLS + CLAIM_CALLS + 4
         return create_engine(
-            url, pool_pre_ping=True, connect_args=args, pool_size=ENGINE_CALLS + 4, max_overflow=0
+            url, pool_pre_ping=True, connect_args=args, pool_size=size, max_overflow=0
         )
     return create_engine(url, pool_pre_ping=True)
 
