@@ -47,6 +47,9 @@ def setup_logging() -> None:
     # already; its lines would only repeat them.
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
+    # psycopg warns, over several lines, about a pipeline it could not close on a connection the
+    # server ended; the store already answers `database_busy` and logs the hold's own lines.
+    logging.getLogger("psycopg").setLevel(logging.ERROR)
 
 
 def _reason(exc: BaseException) -> str:
