@@ -84,9 +84,10 @@ def _new_claim(
     # SQLite's one writer always gets the first candidate; Postgres may find families busy.
     limit = CANDIDATES if tx.locks else 1
     for task, parent in q.queued_candidates(tx.conn, pairs, limit):
-        top = task.token if parent is None else _top(tx, task.token)
-        if not tx.try_lock_id(top):
-            continue
+        if tx.locks:
+            top = task.token if parent is None else _top(tx, task.token)
+            if not tx.try_lock_id(top):
+                continue
         fresh = q.get_task(tx.conn, task.id) if tx.locks else task
         token = q.get_token(tx.conn, task.token)
         if fresh is None or token is None or fresh.status != "queued" or token.status != "active":
