@@ -20,15 +20,13 @@ def no_token(token_id: str) -> Exception:
 
 def locked_task(tx: Tx, task_id: int) -> tuple[TaskRecord, TokenRecord]:
     """The task and its token, read again after the family lock; `404` if unknown."""
-    task = q.get_task(tx.conn, task_id)
-    if task is None:
+    found = q.task_and_token(tx.conn, task_id)
+    if found is not None and tx.locks:
+        tx.lock_id(tx.top_of(found[1]))
+        found = q.task_and_token(tx.conn, task_id)
+    if found is None:
         raise not_found("task_not_found", f"there is no task {task_id}")
-    token = tx.lock_token(task.token)
-    if tx.locks:
-        task = q.get_task(tx.conn, task_id)
-    if token is None or task is None:
-        raise not_found("task_not_found", f"there is no task {task_id}")
-    return task, token
+    return found
 
 
 def check_held(task: TaskRecord, attempt: int | None) -> None:

@@ -88,9 +88,11 @@ def _new_claim(
             top = task.token if parent is None else _top(tx, task.token)
             if not tx.try_lock_id(top):
                 continue
-        fresh = q.get_task(tx.conn, task.id) if tx.locks else task
-        token = q.get_token(tx.conn, task.token)
-        if fresh is None or token is None or fresh.status != "queued" or token.status != "active":
+        found = q.task_and_token(tx.conn, task.id)
+        if found is None:
+            continue
+        fresh, token = found
+        if fresh.status != "queued" or token.status != "active":
             continue
         until = tx.now + tx.config.lease
         attempt = fresh.attempt + 1

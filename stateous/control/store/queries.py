@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
@@ -143,6 +143,12 @@ _GET_TASK = select(tasks).where(tasks.c.id == bindparam("id"))
 _HIGHEST_VISIT = select(func.max(tasks.c.visit)).where(
     tasks.c.token == bindparam("t"), tasks.c.state == bindparam("s")
 )
+# The token's columns are labelled `token_<name>` (`token_token`, `token_state`, ...).
+_TASK_AND_TOKEN = (
+    select(tasks, *(c.label(f"token_{c.name}") for c in tokens.columns))
+    .join(tokens, tokens.c.token == tasks.c.token)
+    .where(tasks.c.id == bindparam("id"))
+)
 _UPDATE_TASK = update(tasks).where(tasks.c.id == bindparam("task_id"))
 _OPEN_TASKS = (
     select(tasks)
@@ -273,6 +279,17 @@ def insert_task(conn: Connection, token: str, state: str, visit: int, now: datet
     """Queue a task (attempt 0) and answer its id."""
     values = {"token": token, "state": state, "visit": visit, "status": "queued", "attempt": 0}
     return int(conn.execute(_INSERT_TASK, {**values, "queued_at": now}).scalar_one())
+
+
+def task_and_token(conn: Connection, task_id: int) -> tuple[TaskRecord, TokenRecord] | None:
+    """The task with this id and its token, in one read (None: no such task or token)."""
+    row = conn.execute(_TASK_AND_TOKEN, {"id": task_id}).first()
+    if row is None:
+        return None
+    m = row._mapping
+    task = TaskRecord(**{f.name: m[f.name] for f in fields(TaskRecord)})
+    token = TokenRecord(**{f.name: m[f"token_{f.name}"] for f in fields(TokenRecord)})
+    return task, replace(token, context=dict(token.context))
 
 
 def highest_visit(conn: Connection, token: str, state: str) -> int:
