@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import signal
@@ -52,6 +53,8 @@ SUPERVISE_ENV = {
     "STATEOUS_SUPERVISOR_WAIT": "0.5",
 }
 ENDED = ("completed", "failed", "cancelled")
+#: The answer of spec 20 §1.7 to a request the database cannot take now.
+BUSY = {"error": "the database cannot take this request now; try again", "code": "database_busy"}
 OPEN_TASK = ("queued", "claimed", "waiting")
 
 
@@ -542,3 +545,62 @@ def supervisor_figures(figures: Figures, *runs: Supervise) -> None:
                 figures.refused_late_reports += 1
             elif message.startswith("sending ") and "left in the outbox" in message:
                 figures.outbox_resent += int(message.split()[1])
+
+
+def failures(lines: list[str]) -> list[str]:
+    """The serve's `500`s (logged `failed unexpectedly`) and tracebacks, with the lines after."""
+    found: list[str] = []
+    for n, line in enumerate(lines):
+        if "failed unexpectedly" in line or line.startswith("Traceback"):
+            found.extend(lines[n : n + 40])
+    return found
+
+
+def odd_answers(messages: list[str]) -> list[str]:
+    """The supervisor's calls that were answered with anything but `503 database_busy`."""
+    answered = (re.search(r"\(it answered (\d+[^:)]*)", m) for m in messages)
+    return [found[1] for found in answered if found and found[1] != "503, database_busy"]
+
+
+@dataclass
+class AnswerProbe:
+    """Reads and starts tokens in a background thread during an outage, keeping every answer
+    that is not a success or `503 database_busy`. A test's probe decides when to ask (`_run`)."""
+
+    url: str
+    answers: Counter[str] = field(default_factory=Counter)
+    wrong: list[str] = field(default_factory=list)
+    started: set[str] = field(default_factory=set)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Begin in the background."""
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """End the probing."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+    def _ask(self, http: httpx.Client, method: str, path: str, **kwargs: Any) -> int:
+        """One call; answers its status (0 when the server did not answer)."""
+        try:
+            answer = http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            self.answers["no answer"] += 1
+            self.wrong.append(f"{method} {path}: {exc!r}")  # serve stopped or hung
+            return 0
+        status = answer.status_code
+        if status == 503 and answer.json() == BUSY:
+            self.answers["503 database_busy"] += 1
+        else:
+            self.answers[str(status)] += 1
+            if status not in (200, 201):
+                self.wrong.append(f"{method} {path}: {status} {answer.text}")
+        return status

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from tests.faults.harness import (
+    BUSY,
     Load,
     Plane,
     check_invariants,
@@ -25,8 +26,6 @@ from tests.faults.harness import (
 )
 from tests.faults.test_takeover import terminate_backends
 from tests.support import free_port, postgres_database, sqlite_url
-
-BUSY = {"error": "the database cannot take this request now; try again", "code": "database_busy"}
 
 
 def start_until_full(url: str, count: int) -> tuple[list[str], list[str]]:

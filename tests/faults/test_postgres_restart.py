@@ -16,22 +16,23 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 import psycopg
 import pytest
 
 from tests.faults.harness import (
+    AnswerProbe,
     Load,
     Plane,
     check_invariants,
+    failures,
     make_folder,
+    odd_answers,
     outbox_count,
     plane,
     scaled,
@@ -41,7 +42,6 @@ from tests.faults.harness import (
 )
 from tests.support import free_port
 
-BUSY = {"error": "the database cannot take this request now; try again", "code": "database_busy"}
 TOOK_BACK = "this control plane took its hold on the database again"
 PG_LIB = Path("/usr/lib/postgresql")  # Debian's layout: <version>/bin/initdb, pg_ctl
 PG_USER = "postgres"  # the server refuses to run as root
@@ -211,22 +211,10 @@ def private_cluster() -> Iterator[Cluster]:
 
 
 @dataclass
-class Probe:
-    """Reads and starts tokens while `watching()` an outage, keeping every answer that is not a
-    success or `503 database_busy`."""
+class Probe(AnswerProbe):
+    """Probes while `watching()` an outage."""
 
-    url: str
-    answers: Counter[str] = field(default_factory=Counter)
-    wrong: list[str] = field(default_factory=list)
-    started: set[str] = field(default_factory=set)
-    _stop: threading.Event = field(default_factory=threading.Event)
     _on: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        """Begin in the background."""
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
 
     @contextmanager
     def watching(self) -> Iterator[None]:
@@ -237,12 +225,6 @@ class Probe:
             time.sleep(2.0)
         finally:
             self._on.clear()
-
-    def stop(self) -> None:
-        """End the probing."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=60)
 
     def _run(self) -> None:
         n = 1
@@ -263,24 +245,6 @@ class Probe:
                     self.started.add(name)
                     n += 1
                 time.sleep(0.1)
-
-    def _ask(self, http: httpx.Client, method: str, path: str, **kwargs: Any) -> int:
-        """One call; answers its status (0 when the server did not answer)."""
-        try:
-            answer = http.request(method, path, **kwargs)
-        except httpx.TransportError as exc:
-            self.answers["no answer"] += 1
-            self.wrong.append(f"{method} {path}: {exc!r}")  # serve stopped or hung
-            return 0
-        status = answer.status_code
-        if status in (200, 201):
-            self.answers[str(status)] += 1
-        elif status == 503 and answer.json() == BUSY:
-            self.answers["503 database_busy"] += 1
-        else:
-            self.answers[str(status)] += 1
-            self.wrong.append(f"{method} {path}: {status} {answer.text}")
-        return status
 
 
 @pytest.mark.skipif(os.environ.get("STATEOUS_TEST_DB") == "sqlite", reason="Postgres only")
@@ -333,18 +297,3 @@ def served_lines(cp: Plane) -> list[str]:
     assert cp.served is not None
     assert cp.served.process.poll() is None, cp.served.read_lines(1.0)
     return cp.served.read_lines(0.2)
-
-
-def failures(lines: list[str]) -> list[str]:
-    """The serve's `500`s (logged `failed unexpectedly`) and tracebacks, with the lines after."""
-    found: list[str] = []
-    for n, line in enumerate(lines):
-        if "failed unexpectedly" in line or line.startswith("Traceback"):
-            found.extend(lines[n : n + 40])
-    return found
-
-
-def odd_answers(messages: list[str]) -> list[str]:
-    """The supervisor's calls that were answered with anything but `503 database_busy`."""
-    answered = (re.search(r"\(it answered (\d+[^:)]*)", m) for m in messages)
-    return [found[1] for found in answered if found and found[1] != "503, database_busy"]

@@ -19,12 +19,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -32,22 +30,23 @@ import pytest
 from tests.faults.harness import (
     SDLC_GRAPH,
     SERVE_ENV,
+    AnswerProbe,
     Figures,
     Load,
     Plane,
+    failures,
     make_folder,
+    odd_answers,
     outbox_count,
     scaled,
     supervise,
     supervisor_figures,
     wait_all_ended,
 )
-from tests.faults.test_postgres_restart import failures, odd_answers
 from tests.integration.supervisor.procs import ROOT
 from tests.support import free_port
 from tests.support.serve import serve_command, start_piped
 
-BUSY = {"error": "the database cannot take this request now; try again", "code": "database_busy"}
 TOOLS = ("unshare", "nsenter", "losetup", "mkfs.ext4", "e2fsck", "findmnt", "mount")
 MOUNT_OPTIONS = "loop,errors=remount-ro"
 #: Mount the disk in a new mount namespace, then become the given command (`exec` keeps the pid).
@@ -169,30 +168,16 @@ class DiskPlane(Plane):
 
 
 @dataclass
-class Probe:
-    """Reads and starts tokens while `on`, keeping every answer that is not a success or
-    `503 database_busy`."""
+class Probe(AnswerProbe):
+    """Probes while `on`; a 503 is not asked again (serve is restarted on purpose)."""
 
-    url: str
-    answers: Counter[str] = field(default_factory=Counter)
-    wrong: list[str] = field(default_factory=list)
-    started: set[str] = field(default_factory=set)
     asked: set[str] = field(default_factory=set)
     on: threading.Event = field(default_factory=threading.Event)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        """Begin in the background."""
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
 
     def stop(self) -> None:
         """End the probing."""
-        self._stop.set()
         self.on.clear()
-        if self._thread is not None:
-            self._thread.join(timeout=60)
+        super().stop()
 
     def _run(self) -> None:
         n = 1
@@ -208,23 +193,6 @@ class Probe:
                 if self._ask(http, "POST", "/tokens", json=body) in (200, 201):
                     self.started.add(name)
                 time.sleep(0.1)
-
-    def _ask(self, http: httpx.Client, method: str, path: str, **kwargs: Any) -> int:
-        """One call; answers its status (0 when the server did not answer)."""
-        try:
-            answer = http.request(method, path, **kwargs)
-        except httpx.TransportError as exc:
-            self.answers["no answer"] += 1
-            self.wrong.append(f"{method} {path}: {exc!r}")
-            return 0
-        status = answer.status_code
-        if status == 503 and answer.json() == BUSY:
-            self.answers["503 database_busy"] += 1
-        else:
-            self.answers[str(status)] += 1
-            if status not in (200, 201):
-                self.wrong.append(f"{method} {path}: {status} {answer.text}")
-        return status
 
 
 @contextmanager
