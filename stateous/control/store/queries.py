@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -48,12 +48,13 @@ class TokenRecord:
     workflow: str | None
 
     @classmethod
-    def from_row(cls, row: Row[Any]) -> TokenRecord:
-        """Build from a `tokens` row."""
+    def from_row(cls, row: Row[Any], prefix: str = "") -> TokenRecord:
+        """Build from a `tokens` row (its columns named `<prefix><column>` in a join)."""
         m = row._mapping
+        p = prefix
         return cls(
-            m["token"], m["state"], m["status"], m["visit"], dict(m["context"]),
-            m["entered_at"], m["parent"], m["workflow"],
+            m[p + "token"], m[p + "state"], m[p + "status"], m[p + "visit"],
+            dict(m[p + "context"]), m[p + "entered_at"], m[p + "parent"], m[p + "workflow"],
         )  # fmt: skip
 
 
@@ -132,7 +133,8 @@ _INSERT_TASK = insert(tasks).returning(tasks.c.id)
 # An UPDATE without values sets the columns named by the parameters, besides the key's own.
 _UPDATE_TOKEN = update(tokens).where(tokens.c.token == bindparam("token_id"))
 _LEDGER = select(ledger).where(ledger.c.token == bindparam("t"))
-_LEDGER_OF_KINDS = _LEDGER.where(ledger.c.kind.in_(bindparam("kinds", expanding=True)))
+_LEDGER_IN_ORDER = _LEDGER.order_by(ledger.c.seq)
+_LEDGER_OF_KINDS = _LEDGER_IN_ORDER.where(ledger.c.kind.in_(bindparam("kinds", expanding=True)))
 _LAST_OF_KIND = (
     _LEDGER.where(ledger.c.kind == bindparam("kind")).order_by(ledger.c.seq.desc()).limit(1)
 )
@@ -143,9 +145,10 @@ _GET_TASK = select(tasks).where(tasks.c.id == bindparam("id"))
 _HIGHEST_VISIT = select(func.max(tasks.c.visit)).where(
     tasks.c.token == bindparam("t"), tasks.c.state == bindparam("s")
 )
-# The token's columns are labelled `token_<name>` (`token_token`, `token_state`, ...).
+# The token's columns are labelled `token_<name>`: a task has columns of the same names.
+_TOKEN_PREFIX = "token_"
 _TASK_AND_TOKEN = (
-    select(tasks, *(c.label(f"token_{c.name}") for c in tokens.columns))
+    select(tasks, *(c.label(_TOKEN_PREFIX + c.name) for c in tokens.columns))
     .join(tokens, tokens.c.token == tasks.c.token)
     .where(tasks.c.id == bindparam("id"))
 )
@@ -258,11 +261,9 @@ def ledger_of(
 ) -> list[LedgerRecord]:
     """A token's ledger rows in seq order, optionally only some kinds."""
     if kinds is None:
-        rows = conn.execute(_LEDGER.order_by(ledger.c.seq), {"t": token})
+        rows = conn.execute(_LEDGER_IN_ORDER, {"t": token})
     else:
-        rows = conn.execute(
-            _LEDGER_OF_KINDS.order_by(ledger.c.seq), {"t": token, "kinds": list(kinds)}
-        )
+        rows = conn.execute(_LEDGER_OF_KINDS, {"t": token, "kinds": list(kinds)})
     return [LedgerRecord.from_row(row) for row in rows]
 
 
@@ -286,10 +287,7 @@ def task_and_token(conn: Connection, task_id: int) -> tuple[TaskRecord, TokenRec
     row = conn.execute(_TASK_AND_TOKEN, {"id": task_id}).first()
     if row is None:
         return None
-    m = row._mapping
-    task = TaskRecord(**{f.name: m[f.name] for f in fields(TaskRecord)})
-    token = TokenRecord(**{f.name: m[f"token_{f.name}"] for f in fields(TokenRecord)})
-    return task, replace(token, context=dict(token.context))
+    return TaskRecord.from_row(row), TokenRecord.from_row(row, prefix=_TOKEN_PREFIX)
 
 
 def highest_visit(conn: Connection, token: str, state: str) -> int:
