@@ -15,13 +15,14 @@ from stateous.control.store.tables import TABLE_NAMES
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "stateous_version"
-HEAD = "0003"
+HEAD = "0004"
 
 # The tables each revision has, to find a missing or a foreign table.
 TABLES_AT: dict[str, frozenset[str]] = {
     "0001": frozenset({"control_plane", "ledger", "memory", "tasks", "timers", "tokens"}),
-    "0002": frozenset(TABLE_NAMES),
-    "0003": frozenset(TABLE_NAMES),
+    "0002": frozenset({"claims", "control_plane", "ledger", "memory", "tasks", "timers", "tokens"}),
+    "0003": frozenset({"claims", "control_plane", "ledger", "memory", "tasks", "timers", "tokens"}),
+    "0004": frozenset(TABLE_NAMES),
 }
 
 

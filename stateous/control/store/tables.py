@@ -126,12 +126,30 @@ control_plane = Table(
     Column("since", DateTime(), nullable=True),
 )
 
+# The last beat of each supervisor (spec 80 §5); `stopped_at` is set by a graceful stop's beat.
+supervisors = Table(
+    "supervisors",
+    metadata,
+    Column("supervisor", String(256), primary_key=True),
+    Column("host", String(256), nullable=False),
+    Column("pid", BigInteger, nullable=False),
+    Column("version", String(64), nullable=False),
+    Column("states", JsonType, nullable=False),
+    Column("slots", Integer, nullable=False),
+    Column("running", JsonType, nullable=False),
+    Column("started_at", DateTime(), nullable=False),
+    Column("seen_at", DateTime(), nullable=False),
+    Column("stopped_at", DateTime(), nullable=True),
+)
+Index("supervisors_seen", supervisors.c.seen_at)
+
 #: Every table name Stateous uses, for the start-up checks of spec 20 §3.4.
 TABLE_NAMES: tuple[str, ...] = (
     "claims",
     "control_plane",
     "ledger",
     "memory",
+    "supervisors",
     "tasks",
     "timers",
     "tokens",
