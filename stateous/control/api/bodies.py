@@ -18,6 +18,9 @@ MAX_DEPTH = 64
 MAX_ID = 2**63 - 1
 REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 DIGITS = re.compile(r"[0-9]+")
+#: The ways an operator's act can come (spec 80 §1).
+VIAS = ("cli", "console", "client", "api")
+BY_PARTS = ("actor", "reason", "via")
 
 
 def bad_request(message: str) -> Refusal:
@@ -212,3 +215,37 @@ def listing_args(query: Mapping[str, str | None]) -> tuple[str | None, str | Non
             raise invalid("invalid_argument", "'limit' is a whole number from 1 to 1000")
         limit = int(limit_text)
     return status, parent, limit
+
+
+def by_arg(body: Mapping[str, Any], actor: str | None = None) -> dict[str, Any] | None:
+    """The optional `by` of an operator's act (spec 80 §1) as its ledger rows carry it.
+
+    Answers `{"actor", "reason"?, "via"?}` (reason only when not empty), or None when the body has
+    none and no named token (`actor`) authenticated the request; a named token's name is the
+    actor whatever the body says. A malformed `by` is `422 invalid_body` naming the part.
+    """
+    value = body.get("by")
+    if value is None:
+        return None if actor is None else {"actor": actor, "via": "api"}
+    if not isinstance(value, dict):
+        raise invalid("invalid_body", "'by' is an object with 'actor', 'reason' and 'via'")
+    unknown = [name for name in value if name not in BY_PARTS]
+    if unknown:
+        raise invalid(
+            "invalid_body", f"'by' has no part {unknown[0]!r}; its parts are actor, reason, via"
+        )
+    given = value.get("actor")
+    if not isinstance(given, str) or not 1 <= len(given) <= 64 or not given.isprintable():
+        raise invalid("invalid_body", "'by.actor' is a text of 1 to 64 printable characters")
+    reason = value.get("reason", "")
+    if not isinstance(reason, str) or len(reason) > 500:
+        raise invalid("invalid_body", "'by.reason' is a text of at most 500 characters")
+    via = value.get("via")
+    if via is not None and via not in VIAS:
+        raise invalid("invalid_body", "'by.via' is one of " + ", ".join(VIAS))
+    found: dict[str, Any] = {"actor": actor if actor is not None else given}
+    if reason:
+        found["reason"] = reason
+    if via is not None:
+        found["via"] = via
+    return found
