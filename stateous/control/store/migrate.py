@@ -15,7 +15,7 @@ from stateous.control.store.tables import TABLE_NAMES
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "stateous_version"
-HEAD = "0004"
+HEAD = "0005"
 
 # The tables each revision has, to find a missing or a foreign table.
 TABLES_AT: dict[str, frozenset[str]] = {
@@ -23,6 +23,7 @@ TABLES_AT: dict[str, frozenset[str]] = {
     "0002": frozenset({"claims", "control_plane", "ledger", "memory", "tasks", "timers", "tokens"}),
     "0003": frozenset({"claims", "control_plane", "ledger", "memory", "tasks", "timers", "tokens"}),
     "0004": frozenset(TABLE_NAMES),
+    "0005": frozenset(TABLE_NAMES),
 }
 
 

@@ -114,6 +114,9 @@ claims = Table(
     Column("request", String(64), nullable=False),
     Column("task_id", BigInteger, nullable=True),
     Column("attempt", Integer, nullable=True),
+    # Every grant of a claim with `max` (spec 75 §1), as [{"task", "attempt"}, ...] in the
+    # order answered; null for a claim without `max`, whose one grant is task_id/attempt.
+    Column("grants", JsonType, nullable=True),
 )
 
 control_plane = Table(
