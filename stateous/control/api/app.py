@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
-from anyio import CapacityLimiter, to_thread
+from anyio import CapacityLimiter
 from litestar import Litestar, Request, Response, get, post, put
 from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException
 from litestar.params import FromPath
-from sqlalchemy import Connection
 
-from stateous.control.api import auth, bodies, longpoll, openapi
+from stateous.control.api import auth, bodies, inbox, longpoll, openapi, operator, supervisors
+from stateous.control.api.acts import by_of
+from stateous.control.api.answers import (
+    answer,
+    known_id,
+    no_content,
+    plane_of,
+    read_body,
+    run,
+    task_segment,
+)
 from stateous.control.api.metrics import MetricsMiddleware, metrics_route
 from stateous.control.engine import reads
 from stateous.control.engine.cancel import cancel
@@ -34,52 +43,6 @@ from stateous.control.store.db import CLAIM_CALLS, ENGINE_CALLS
 
 log = logging.getLogger("stateous.api")
 
-T = TypeVar("T")
-
-
-def answer(value: Any, status: int = 200) -> Response[bytes]:
-    """A JSON answer (UTF-8)."""
-    content = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return Response(content=content, status_code=status, media_type="application/json")
-
-
-def no_content() -> Response[bytes]:
-    """A `204` without a body."""
-    return Response(content=b"", status_code=204)
-
-
-def plane_of(request: Request[Any, Any, Any]) -> Plane:
-    """The control plane this app serves."""
-    plane: Plane = request.app.state.plane
-    return plane
-
-
-async def run[T](request: Request[Any, Any, Any], call: str, work: Callable[[Connection], T]) -> T:
-    """Run one engine call in its own transaction, off the event loop."""
-    # A supervisor claims one task at a time (spec 40 §4.3): a claim queued behind the reports
-    # would hold up every supervisor's next routine, so claims have their own turns.
-    limiter: CapacityLimiter = request.app.state.limiters[call == "claim"]
-    return await to_thread.run_sync(plane_of(request).run, call, work, limiter=limiter)
-
-
-async def read_body(request: Request[Any, Any, Any]) -> dict[str, Any]:
-    """The request body as a JSON object (spec 20 §1.1)."""
-    return bodies.parse_body(await request.body())
-
-
-def task_segment(segment: str, path: str) -> int:
-    """A task id path segment: digits only, else no route matches (`404 not_found`)."""
-    if not bodies.DIGITS.fullmatch(segment):
-        raise Refusal("not_found", f"this API has no {path}", 404)
-    return int(segment)
-
-
-def known_id(value: int) -> int:
-    """A task id above 2^63-1 names no task (after the body checks, like any unknown task)."""
-    if value > bodies.MAX_ID:
-        raise Refusal("task_not_found", f"there is no task {value}", 404)
-    return value
-
 
 # --- tokens -------------------------------------------------------------------------------------
 
@@ -90,8 +53,9 @@ async def start_token(request: Request[Any, Any, Any]) -> Response[bytes]:
     body = await read_body(request)
     plane = plane_of(request)
     token_id, context = body.get("token"), body.get("context")
+    by = by_of(request, body)
     started = await run(
-        request, "start", lambda conn: start(conn, plane.clock, plane.config, token_id, context)
+        request, "start", lambda conn: start(conn, plane.clock, plane.config, token_id, context, by)
     )
     return answer(token_wire(started.token), 201 if started.created else 200)
 
@@ -117,8 +81,6 @@ async def token_history(
     request: Request[Any, Any, Any], token_id: FromPath[str]
 ) -> Response[bytes]:
     """A token's ledger; with `after=SEQ` only the entries after it (spec 70 §1)."""
-    from stateous.control.api import operator  # imports this module: loaded on first use
-
     after = operator.after_arg(request.query_params.get("after"))
     if after is not None:
         return answer(
@@ -137,11 +99,12 @@ async def fire_event(
     body = await read_body(request)
     key = request.headers.get("idempotency-key")
     plane = plane_of(request)
+    by = by_of(request, body)
     fired = await run(
         request,
         "fire",
         lambda conn: fire(
-            conn, plane.clock, plane.config, token_id, event, body.get("payload"), key
+            conn, plane.clock, plane.config, token_id, event, body.get("payload"), key, by
         ),
     )
     if fired.duplicate:
@@ -151,9 +114,10 @@ async def fire_event(
 
 def _steer_route(path: str, name: str, work: Callable[..., Any]) -> Any:
     async def steer(request: Request[Any, Any, Any], token_id: FromPath[str]) -> Response[bytes]:
+        by = by_of(request, await read_body(request))  # spec 80 §1: `{}` or absent is fine
         plane = plane_of(request)
         token = await run(
-            request, name, lambda conn: work(conn, plane.clock, plane.config, token_id)
+            request, name, lambda conn: work(conn, plane.clock, plane.config, token_id, by)
         )
         return answer(token_wire(token))
 
@@ -231,7 +195,8 @@ async def heartbeat_tasks(request: Request[Any, Any, Any]) -> Response[bytes]:
 async def report_task(request: Request[Any, Any, Any], task: FromPath[str]) -> Response[bytes]:
     """Report a task's outcome."""
     segment = task_segment(task, request.url.path)
-    outcome = bodies.report_args(await read_body(request))
+    body = await read_body(request)
+    outcome = replace(bodies.report_args(body), by=by_of(request, body))
     task_id = known_id(segment)
     plane = plane_of(request)
     token = await run(
@@ -312,17 +277,21 @@ async def no_options(request: Request[Any, Any, Any]) -> None:
     """Litestar answers OPTIONS by itself; this API has no such method (`405`)."""
     if request.method == "OPTIONS":
         raise MethodNotAllowedException()
-    auth.check_bearer(request, request.app.state.auth_token)
+    request.state.actor = auth.check_bearer(request, request.app.state.auth_names)
     openapi.only_the_document(request)
 
 
-def create_app(plane: Plane, *, auth_token: str | None = None) -> Litestar:
+def create_app(
+    plane: Plane,
+    *,
+    auth_token: str | None = None,
+    auth_names: dict[str, str | None] | None = None,
+) -> Litestar:
     """The Litestar application over one control plane; with `auth_token`, every route but
-    `GET /health` needs it as a bearer token (spec 70 §5)."""
-    from stateous.control.api import operator  # the operators' read routes (spec 70 §1)
-
+    `GET /health` needs it as a bearer token (spec 70 §5); `auth_names` are every accepted token
+    with its name, the actor of what its requests do (spec 80 §1)."""
     app = Litestar(
-        route_handlers=[*ROUTES, *operator.ROUTES],
+        route_handlers=[*ROUTES, *operator.ROUTES, *supervisors.ROUTES, *inbox.ROUTES],
         middleware=[MetricsMiddleware()],
         exception_handlers={
             Refusal: refusal_answer,
@@ -338,6 +307,7 @@ def create_app(plane: Plane, *, auth_token: str | None = None) -> Litestar:
     openapi.document(app)
     app.state.plane = plane
     app.state.auth_token = auth_token
+    app.state.auth_names = auth_names or ({auth_token: None} if auth_token else {})
     # Transactions beyond this only wait for the database's lock or a pooled connection.
     app.state.limiters = (CapacityLimiter(ENGINE_CALLS), CapacityLimiter(CLAIM_CALLS))
     return app

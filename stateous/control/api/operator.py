@@ -13,7 +13,8 @@ from litestar import Request, Response, get
 from litestar.params import FromPath
 from sqlalchemy import Connection
 
-from stateous.control.api.app import answer, plane_of, run
+from stateous.control.api.answers import answer, plane_of, run
+from stateous.control.api.supervisors import stats_with_supervisors
 from stateous.control.clock import iso
 from stateous.control.engine.checks import no_token
 from stateous.control.errors import invalid
@@ -187,9 +188,13 @@ async def get_token_memory(
 
 @get("/stats")
 async def get_stats(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """Tokens by status, and tokens and tasks by state."""
-    states = graph_states(request)
-    found = await run(request, "stats", lambda conn: oq.stats(conn, states, TOKEN_STATUSES))
+    """Tokens by status, and tokens, tasks and live supervisors (spec 80 §5) by state."""
+    states, now = graph_states(request), plane_of(request).clock.now
+    found = await run(
+        request,
+        "stats",
+        lambda conn: stats_with_supervisors(conn, states, TOKEN_STATUSES, now()),
+    )
     return answer(stats_wire(found))
 
 

@@ -1,0 +1,60 @@
+"""The API's answer helpers, shared by every route module (spec 20 §1): JSON answers, the plane,
+engine calls off the event loop, bodies and task id segments."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from anyio import CapacityLimiter, to_thread
+from litestar import Request, Response
+from sqlalchemy import Connection
+
+from stateous.control.api import bodies
+from stateous.control.errors import Refusal
+from stateous.control.plane import Plane
+
+
+def answer(value: Any, status: int = 200) -> Response[bytes]:
+    """A JSON answer (UTF-8)."""
+    content = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return Response(content=content, status_code=status, media_type="application/json")
+
+
+def no_content() -> Response[bytes]:
+    """A `204` without a body."""
+    return Response(content=b"", status_code=204)
+
+
+def plane_of(request: Request[Any, Any, Any]) -> Plane:
+    """The control plane this app serves."""
+    plane: Plane = request.app.state.plane
+    return plane
+
+
+async def run[T](request: Request[Any, Any, Any], call: str, work: Callable[[Connection], T]) -> T:
+    """Run one engine call in its own transaction, off the event loop."""
+    # A supervisor claims one task at a time (spec 40 §4.3): a claim queued behind the reports
+    # would hold up every supervisor's next routine, so claims have their own turns.
+    limiter: CapacityLimiter = request.app.state.limiters[call == "claim"]
+    return await to_thread.run_sync(plane_of(request).run, call, work, limiter=limiter)
+
+
+async def read_body(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    """The request body as a JSON object (spec 20 §1.1)."""
+    return bodies.parse_body(await request.body())
+
+
+def task_segment(segment: str, path: str) -> int:
+    """A task id path segment: digits only, else no route matches (`404 not_found`)."""
+    if not bodies.DIGITS.fullmatch(segment):
+        raise Refusal("not_found", f"this API has no {path}", 404)
+    return int(segment)
+
+
+def known_id(value: int) -> int:
+    """A task id above 2^63-1 names no task (after the body checks, like any unknown task)."""
+    if value > bodies.MAX_ID:
+        raise Refusal("task_not_found", f"there is no task {value}", 404)
+    return value
