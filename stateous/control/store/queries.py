@@ -24,6 +24,7 @@ from sqlalchemy import (
 )
 
 from stateous.control.store.tables import (
+    claim_grants,
     claims,
     control_plane,
     ledger,
@@ -108,6 +109,8 @@ class ClaimRecord:
     request: str
     task_id: int | None
     attempt: int | None
+    #: The grants after the first of a claim with `max` (`claim_grants`), as (task, attempt).
+    more: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,12 @@ _INSERT_MEMORY = insert(memory)
 _DELETE_ALL_MEMORY = delete(memory).where(memory.c.token == bindparam("t"))
 _CLAIM_ROW = select(claims).where(claims.c.supervisor == bindparam("sup"))
 _SAVE_CLAIM = update(claims).where(claims.c.supervisor == bindparam("sup"))
+_MORE_GRANTS = (
+    select(claim_grants.c.task_id, claim_grants.c.attempt)
+    .where(claim_grants.c.supervisor == bindparam("sup"))
+    .order_by(claim_grants.c.position)
+)
+_DELETE_MORE_GRANTS = delete(claim_grants).where(claim_grants.c.supervisor == bindparam("sup"))
 
 
 def get_token(conn: Connection, token: str) -> TokenRecord | None:
@@ -430,7 +439,8 @@ def claim_row_for_update(conn: Connection, supervisor: str) -> ClaimRecord:
             row = conn.execute(_CLAIM_ROW, params).first()
     assert row is not None
     m = row._mapping
-    return ClaimRecord(m["supervisor"], m["request"], m["task_id"], m["attempt"])
+    more = tuple((int(t), int(a)) for t, a in conn.execute(_MORE_GRANTS, params))
+    return ClaimRecord(m["supervisor"], m["request"], m["task_id"], m["attempt"], more)
 
 
 def _pg_insert_ignore(supervisor: str) -> Any:
@@ -440,11 +450,26 @@ def _pg_insert_ignore(supervisor: str) -> Any:
 
 
 def save_claim(
-    conn: Connection, supervisor: str, request: str, task_id: int | None, attempt: int | None
+    conn: Connection,
+    supervisor: str,
+    request: str,
+    grants: Sequence[tuple[int, int]],
+    had_more: bool,
 ) -> None:
-    """Replace the supervisor's claims row."""
+    """Replace the supervisor's last claim by `grants` (task, attempt), in the order answered:
+    the first in `claims` (empty when none), the others in `claim_grants`. `had_more`: the
+    replaced claim left rows in `claim_grants` (they are deleted)."""
+    task_id, attempt = grants[0] if grants else (None, None)
     values = {"request": request, "task_id": task_id, "attempt": attempt}
     conn.execute(_SAVE_CLAIM, {"sup": supervisor, **values})
+    if had_more:
+        conn.execute(_DELETE_MORE_GRANTS, {"sup": supervisor})
+    if len(grants) > 1:
+        rows = [
+            {"supervisor": supervisor, "position": position, "task_id": t, "attempt": a}
+            for position, (t, a) in enumerate(grants[1:], start=2)
+        ]
+        conn.execute(insert(claim_grants), rows)
 
 
 # --- control_plane --------------------------------------------------------------------------

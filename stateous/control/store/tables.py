@@ -114,9 +114,18 @@ claims = Table(
     Column("request", String(64), nullable=False),
     Column("task_id", BigInteger, nullable=True),
     Column("attempt", Integer, nullable=True),
-    # Every grant of a claim with `max` (spec 75 §1), as [{"task", "attempt"}, ...] in the
-    # order answered; null for a claim without `max`, whose one grant is task_id/attempt.
-    Column("grants", JsonType, nullable=True),
+)
+
+# Spec 75 §1: the grants of a supervisor's last claim with `max` after the first (which the
+# `claims` row holds), `position` 2, 3, ... in the order answered. A claim without `max`, or
+# one that got at most one task, leaves none.
+claim_grants = Table(
+    "claim_grants",
+    metadata,
+    Column("supervisor", String(256), primary_key=True),
+    Column("position", Integer, primary_key=True, autoincrement=False),
+    Column("task_id", BigInteger, nullable=False),
+    Column("attempt", Integer, nullable=False),
 )
 
 control_plane = Table(
@@ -148,6 +157,7 @@ Index("supervisors_seen", supervisors.c.seen_at)
 
 #: Every table name Stateous uses, for the start-up checks of spec 20 §3.4.
 TABLE_NAMES: tuple[str, ...] = (
+    "claim_grants",
     "claims",
     "control_plane",
     "ledger",

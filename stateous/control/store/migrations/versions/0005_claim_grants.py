@@ -1,4 +1,6 @@
-"""Claims of several tasks: claims.grants keeps every grant of a supervisor's last claim.
+"""Claims of several tasks (spec 75 §1): claim_grants keeps the grants of a claim with `max`
+beyond its first, which the seed's `claims` row holds, so that a repeated request id answers
+them all again.
 
 Revision ID: 0005
 Revises: 0004
@@ -14,13 +16,17 @@ down_revision = "0004"
 branch_labels = None
 depends_on = None
 
-JSON = sa.JSON(none_as_null=True)
-
 
 def upgrade() -> None:
-    """Add `claims.grants` (nullable: existing rows are single claims, as before)."""
-    # A nullable column is a plain ALTER TABLE ADD COLUMN on SQLite too: no table rebuild.
-    op.add_column("claims", sa.Column("grants", JSON, nullable=True))
+    """Create `claim_grants` (empty: every existing claim is a single claim)."""
+    op.create_table(
+        "claim_grants",
+        sa.Column("supervisor", sa.String(256), nullable=False),
+        sa.Column("position", sa.Integer(), autoincrement=False, nullable=False),
+        sa.Column("task_id", sa.BigInteger(), nullable=False),
+        sa.Column("attempt", sa.Integer(), nullable=False),
+        sa.PrimaryKeyConstraint("supervisor", "position", name="claim_grants_pkey"),
+    )
 
 
 def downgrade() -> None:
