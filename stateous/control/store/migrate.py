@@ -22,7 +22,7 @@ TABLES_AT: dict[str, frozenset[str]] = {
     "0001": frozenset({"control_plane", "ledger", "memory", "tasks", "timers", "tokens"}),
     "0002": frozenset({"claims", "control_plane", "ledger", "memory", "tasks", "timers", "tokens"}),
     "0003": frozenset({"claims", "control_plane", "ledger", "memory", "tasks", "timers", "tokens"}),
-    "0004": frozenset(TABLE_NAMES),
+    "0004": frozenset(set(TABLE_NAMES) - {"claim_grants"}),
     "0005": frozenset(TABLE_NAMES),
 }
 
