@@ -18,6 +18,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import Connection, func, select
 
+from stateous.control.store import registry
 from stateous.control.store import tables as t
 from stateous.model.wire import TOKEN_STATUSES
 
@@ -37,16 +38,18 @@ LATENCY_BUCKETS = (
 
 @dataclass(frozen=True)
 class Figures:
-    """What the database holds now: counts by status and the queue."""
+    """What the database holds now: counts by status, the queue and the supervisors."""
 
     tokens: dict[str, int]
     tasks: dict[str, int]
     queued: dict[str, int]
     oldest_queued_at: datetime | None
+    supervisors: dict[str, int] = field(default_factory=dict)
 
 
-def read_figures(conn: Connection) -> Figures:
-    """Count tokens and tasks by status, and the queued tasks per served state name."""
+def read_figures(conn: Connection, now: datetime | None = None) -> Figures:
+    """Count tokens and tasks by status, the queued tasks per served state name, and (given
+    `now`) the supervisors by status (spec 80 §5)."""
     tokens = dict.fromkeys(TOKEN_STATUSES, 0)
     for status, count in conn.execute(
         select(t.tokens.c.status, func.count()).group_by(t.tokens.c.status)
@@ -70,7 +73,8 @@ def read_figures(conn: Connection) -> Figures:
     oldest = conn.execute(
         select(func.min(t.tasks.c.queued_at)).where(t.tasks.c.status == "queued")
     ).scalar()
-    return Figures(tokens, tasks, queued, oldest)
+    supervisors = registry.counts_by_status(conn, now) if now is not None else {}
+    return Figures(tokens, tasks, queued, oldest, supervisors)
 
 
 class _RowFigures(Collector):
@@ -110,6 +114,12 @@ class _RowFigures(Collector):
             "Age of the oldest queued task (0 when none is queued).",
             value=age,
         )
+        supervisors = GaugeMetricFamily(
+            "stateous_supervisors", "Supervisors by status (spec 80 §5).", labels=["status"]
+        )
+        for status, count in figures.supervisors.items():
+            supervisors.add_metric([status], count)
+        yield supervisors
 
 
 @dataclass

@@ -1,0 +1,106 @@
+"""The SQL of the inbox (spec 80 §6): the waiting tasks of live tokens, oldest first."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+
+from stateous.control.store.operator_queries import state_name
+from stateous.control.store.tables import ledger, tasks, tokens
+
+__all__ = ["Waiting", "waiting_tasks"]
+
+LIVE = ("active", "paused")
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A waiting task of a live token, with when it began to wait and its last note."""
+
+    task: int
+    token: str
+    workflow: str | None
+    state: str
+    visit: int
+    status: str
+    since: datetime
+    note: str | None
+
+    @property
+    def state_name(self) -> str:
+        """The state as the operator routes name it (`<workflow>/<state>` in a child)."""
+        return state_name(self.workflow, self.state)
+
+
+def _since() -> Any:
+    """When the task began to wait: the token's last `task_waiting` row (a token has one open
+    task at a time, so its last such row is this task's), read through the ledger's key."""
+    return (
+        select(func.max(ledger.c.at))
+        .where(ledger.c.token == tasks.c.token, ledger.c.kind == "task_waiting")
+        .scalar_subquery()
+    )
+
+
+def waiting_tasks(conn: Connection, state: str | None, limit: int) -> list[Waiting]:
+    """Up to `limit` waiting tasks of active or paused tokens, the longest waiting first.
+
+    `state` is `<state>` (main workflow) or `<workflow>/<state>` (a child workflow).
+    """
+    since = func.coalesce(_since(), tasks.c.queued_at).label("since")
+    query = (
+        select(
+            tasks.c.id,
+            tasks.c.token,
+            tokens.c.workflow,
+            tasks.c.state,
+            tasks.c.visit,
+            tokens.c.status,
+            since,
+        )
+        .join(tokens, tokens.c.token == tasks.c.token)
+        .where(tasks.c.status == "waiting", tokens.c.status.in_(LIVE))
+    )
+    if state is not None:
+        workflow, _, name = state.rpartition("/")
+        query = query.where(
+            tasks.c.state == name,
+            tokens.c.workflow == workflow if workflow else tokens.c.workflow.is_(None),
+        )
+    rows = conn.execute(query.order_by(since, tasks.c.id).limit(limit)).all()
+    notes = last_notes(conn, [(row.token, row.id) for row in rows])
+    return [
+        Waiting(
+            row.id,
+            row.token,
+            row.workflow,
+            row.state,
+            row.visit,
+            row.status,
+            row.since,
+            notes.get(row.id),
+        )
+        for row in rows
+    ]
+
+
+def last_notes(conn: Connection, held: Sequence[tuple[str, int]]) -> dict[int, str]:
+    """The last note of each task (by task id) among `(token, task)` pairs; tasks without a
+    note are absent."""
+    if not held:
+        return {}
+    wanted = {task for _, task in held}
+    query = (
+        select(ledger.c.data)
+        .where(ledger.c.token.in_(sorted({token for token, _ in held})), ledger.c.kind == "note")
+        .order_by(ledger.c.token, ledger.c.seq)
+    )
+    found: dict[int, str] = {}
+    for (data,) in conn.execute(query):
+        if data.get("task") in wanted:
+            found[data["task"]] = data["text"]  # a later note replaces an earlier one
+    return found
