@@ -1,12 +1,12 @@
-"""Parallel states: the children's start and cancel (spec 30 §3.14), and the join (§3.15)."""
+"""Parallel states' children: their ids and contexts, whether they can start (spec 30 §3.14), and
+the join's branch entries (§3.15). The moves that start, cancel and join them are in `moves`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from stateous.control.engine.moves import LIVE, cancel_token, create_token, fail_token
-from stateous.control.engine.routing import Refused, choose_start, context_errors
+from stateous.control.engine.choice import choose_start, context_errors
 from stateous.control.engine.tx import Tx
 from stateous.control.store import queries as q
 from stateous.control.store.queries import TokenRecord
@@ -66,19 +66,6 @@ def _start_problem(tx: Tx, cid: str, workflow: str, context: dict[str, Any]) -> 
     return None
 
 
-def start_children(tx: Tx, parent: TokenRecord, spec: StateSpec, visit: int) -> None:
-    """`branch_started` on the parent and a new child token, per workflow in order."""
-    for workflow in spec.parallel:
-        cid = child_id(parent.token, spec.name, visit, workflow)
-        tx.write(parent.token, "branch_started", {"workflow": workflow, "token": cid})
-        context = child_context(tx, workflow, parent.context, spec.inputs)
-        body = tx.config.body(workflow)
-        chosen = choose_start(body, context)
-        if isinstance(chosen, str):  # checked by Decide; a graph changed under us
-            raise AssertionError(chosen)
-        create_token(tx, body, cid, context, chosen, parent=parent.token)
-
-
 def current_children(tx: Tx, parent: TokenRecord, spec: StateSpec) -> list[TokenRecord]:
     """The children of the parent's current visit of `spec`, in `parallel` order."""
     found = []
@@ -87,13 +74,6 @@ def current_children(tx: Tx, parent: TokenRecord, spec: StateSpec) -> list[Token
         if child is not None:
             found.append(child)
     return found
-
-
-def cancel_live_children(tx: Tx, parent: TokenRecord, spec: StateSpec, reason: str) -> None:
-    """Cancel each live child of the current visit with `cancelled {reason}`."""
-    for child in current_children(tx, parent, spec):
-        if child.status in LIVE:
-            cancel_token(tx, tx.config.body(child.workflow), child, {"reason": reason})
 
 
 def branch_entry(tx: Tx, child: TokenRecord) -> dict[str, Any]:
@@ -106,31 +86,3 @@ def branch_entry(tx: Tx, child: TokenRecord) -> dict[str, Any]:
         "workflow": child.workflow, "token": child.token, "status": child.status,
         "final": child.state, "payload": payload, "context": child.context,
     }  # fmt: skip
-
-
-def check_join(tx: Tx, child: TokenRecord) -> None:
-    """The join check of a child that just completed or failed."""
-    from stateous.control.engine.route import route
-
-    if child.parent is None:
-        return
-    parent = q.get_token(tx.conn, child.parent)
-    if parent is None or parent.status != "active":
-        return
-    body = tx.config.body(parent.workflow)
-    spec = body.states.get(parent.state)
-    prefix = f"{parent.token}.{parent.state}.{parent.visit}."
-    if spec is None or not spec.is_parallel or not child.token.startswith(prefix):
-        return
-    if spec.join == "all":
-        children = current_children(tx, parent, spec)
-        if any(c.status in LIVE for c in children):
-            return
-        branches = [branch_entry(tx, c) for c in children]
-    else:
-        branches = [branch_entry(tx, child)]
-    payload = {"branches": branches}
-    result = route(tx, body, parent, "joined", payload, branches=branches, state_into=spec.into)
-    if isinstance(result, Refused):
-        reason = f"the join of {spec.name!r} cannot move the token: {result.reason}"
-        fail_token(tx, body, parent, reason)

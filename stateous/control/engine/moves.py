@@ -1,22 +1,26 @@
-"""The shared procedures that move a token (spec 30 §2.5-2.13).
+"""The shared procedures that move a token (spec 30 §2.5-2.13), with a parallel state's children
+(§3.14) and the join (§3.15), which routes the parent (§2.3).
 
 Each runs inside the caller's transaction and answers the token as it is afterwards.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
 from stateous.control.clock import iso
-from stateous.control.engine.routing import Routing, next_visit
+from stateous.control.engine.children import branch_entry, child_context, child_id, current_children
+from stateous.control.engine.choice import choose_start, context_errors
+from stateous.control.engine.hold import held_events, hold
+from stateous.control.engine.routing import Refused, Routing, decide, next_visit, routing_context
 from stateous.control.engine.tx import Tx
 from stateous.control.store import queries as q
-from stateous.control.store.queries import TokenRecord
+from stateous.control.store.queries import TaskRecord, TokenRecord
 from stateous.model.durations import parse_duration
-from stateous.model.graph import END, START, STARTED, TransitionSpec, WorkflowBody
+from stateous.model.graph import END, START, STARTED, StateSpec, TransitionSpec, WorkflowBody
 
 ENDED = frozenset({"completed", "failed", "cancelled"})
 LIVE = frozenset({"active", "paused"})
@@ -106,8 +110,6 @@ def enter(tx: Tx, body: WorkflowBody, token: TokenRecord, state: str) -> TokenRe
     if spec.timeout_seconds is not None:
         set_timer(tx, token, "timeout", None, spec.timeout_seconds, "timeout")
     if spec.is_parallel:
-        from stateous.control.engine.children import start_children
-
         start_children(tx, token, spec, visit)
     return token
 
@@ -125,8 +127,6 @@ def leave(
         tx.write(token.token, f"task_{status}", {"task": task.id})
     q.cancel_timers(tx.conn, token.token)
     if spec is not None and spec.is_parallel:
-        from stateous.control.engine.children import cancel_live_children
-
         cancel_live_children(tx, token, spec, child_reason)
 
 
@@ -176,8 +176,6 @@ def end_token(tx: Tx, token: TokenRecord, status: str, data: dict[str, Any]) -> 
     tx.write(token.token, status, data)
     q.delete_all_memory(tx.conn, token.token)
     if token.parent is not None and status in ("completed", "failed"):
-        from stateous.control.engine.children import check_join
-
         check_join(tx, token)
     return token
 
@@ -193,10 +191,89 @@ def cancel_token(
 ) -> TokenRecord:
     """Cancel a token inside a transaction (§2.13): drop held events, leave, `cancelled`."""
     if token.status == "paused":
-        from stateous.control.engine.hold import held_events
-
         for row in held_events(tx, token.token):
             reason = "the token was cancelled"
             tx.write(token.token, "event_dropped", {"event": row.data["event"], "reason": reason})
     leave(tx, body, token, None, "the parent was cancelled")
     return end_token(tx, token, "cancelled", data)
+
+
+def start_children(tx: Tx, parent: TokenRecord, spec: StateSpec, visit: int) -> None:
+    """`branch_started` on the parent and a new child token, per workflow in order."""
+    for workflow in spec.parallel:
+        cid = child_id(parent.token, spec.name, visit, workflow)
+        tx.write(parent.token, "branch_started", {"workflow": workflow, "token": cid})
+        context = child_context(tx, workflow, parent.context, spec.inputs)
+        body = tx.config.body(workflow)
+        chosen = choose_start(body, context)
+        if isinstance(chosen, str):  # checked by Decide; a graph changed under us
+            raise AssertionError(chosen)
+        create_token(tx, body, cid, context, chosen, parent=parent.token)
+
+
+def cancel_live_children(tx: Tx, parent: TokenRecord, spec: StateSpec, reason: str) -> None:
+    """Cancel each live child of the current visit with `cancelled {reason}`."""
+    for child in current_children(tx, parent, spec):
+        if child.status in LIVE:
+            cancel_token(tx, tx.config.body(child.workflow), child, {"reason": reason})
+
+
+def check_join(tx: Tx, child: TokenRecord) -> None:
+    """The join check of a child that just completed or failed."""
+    if child.parent is None:
+        return
+    parent = q.get_token(tx.conn, child.parent)
+    if parent is None or parent.status != "active":
+        return
+    body = tx.config.body(parent.workflow)
+    spec = body.states.get(parent.state)
+    prefix = f"{parent.token}.{parent.state}.{parent.visit}."
+    if spec is None or not spec.is_parallel or not child.token.startswith(prefix):
+        return
+    if spec.join == "all":
+        children = current_children(tx, parent, spec)
+        if any(c.status in LIVE for c in children):
+            return
+        branches = [branch_entry(tx, c) for c in children]
+    else:
+        branches = [branch_entry(tx, child)]
+    payload = {"branches": branches}
+    result = route(tx, body, parent, "joined", payload, branches=branches, state_into=spec.into)
+    if isinstance(result, Refused):
+        reason = f"the join of {spec.name!r} cannot move the token: {result.reason}"
+        fail_token(tx, body, parent, reason)
+
+
+def route(
+    tx: Tx,
+    body: WorkflowBody,
+    token: TokenRecord,
+    event: str,
+    payload: Any,
+    *,
+    routing: Routing | None = None,
+    task: TaskRecord | None = None,
+    branches: Sequence[Mapping[str, Any]] | None = None,
+    state_into: str | None = None,
+) -> TokenRecord | Refused:
+    """Hold, fail, refuse or move: a plain refusal is returned for the caller to record.
+
+    Used where there is no outside caller (clock, `error`, `joined`, resume), so an `into=`
+    value that breaks the model is a refusal, not a 422.
+    """
+    if token.status in ENDED:
+        return Refused(f"token {token.token!r} is {token.status}; it takes no events")
+    if token.status == "paused":
+        hold(tx, token, event, payload, task=task)
+        return token
+    if routing is None:
+        routing = routing_context(body, token, event, payload, state_into=state_into)
+    errors = context_errors(tx, body, routing.context)
+    if errors is not None:
+        return Refused(f"the context changes break the schema: {errors}")
+    decision = decide(tx, body, token, event, payload, routing.context, branches)
+    if isinstance(decision, Refused):
+        if decision.failing:
+            return fail_token(tx, body, token, decision.reason)
+        return decision
+    return take(tx, body, token, decision, event, payload, routing=routing)

@@ -7,10 +7,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from stateous.control.engine.children import children_problem
+from stateous.control.engine.choice import choose
+from stateous.control.engine.choice import choose_start as choose_start
+from stateous.control.engine.choice import context_errors as context_errors
+from stateous.control.engine.choice import targets_text as targets_text
 from stateous.control.engine.tx import Tx
 from stateous.control.store import queries as q
 from stateous.control.store.queries import TokenRecord
-from stateous.model.graph import START, STARTED, TransitionSpec, WorkflowBody
+from stateous.model.graph import TransitionSpec, WorkflowBody
 from stateous.model.guards import GuardEnv
 
 
@@ -50,18 +55,6 @@ def routing_context(
     return Routing(context, sorted(keys))
 
 
-def context_errors(tx: Tx, body: WorkflowBody, context: Mapping[str, Any]) -> str | None:
-    """The context model's errors for `context`, or None (a workflow without a model: None)."""
-    if body.context is None:
-        return None
-    return tx.config.model(body.context).errors(dict(context))
-
-
-def targets_text(transitions: Sequence[TransitionSpec]) -> str:
-    """The targets' reprs joined by `, ` (the two-guard sentences)."""
-    return ", ".join(repr(t.target) for t in transitions)
-
-
 def accepted_counts(tx: Tx, token: str) -> Counter[str]:
     """How many times each event was accepted on this token, over its whole life."""
     rows = tx.ledger(token, ("event_accepted",))
@@ -90,7 +83,7 @@ def decide(
         event=event,
         branches=branches,
     )
-    chosen = _choose(candidates, env)
+    chosen = choose(candidates, env)
     if isinstance(chosen, list):
         return Refused(
             f"{event!r} from {state!r} matched more than one guard ({targets_text(chosen)}); "
@@ -109,33 +102,6 @@ def _counts_needed(candidates: Sequence[TransitionSpec]) -> bool:
     return any(t.guard is not None and t.guard.counted_events() for t in candidates)
 
 
-def _choose(
-    candidates: Sequence[TransitionSpec], env: GuardEnv
-) -> TransitionSpec | list[TransitionSpec] | None:
-    """One true guard, else the unguarded one; a list when several guards hold."""
-    held = [t for t in candidates if t.guard is not None and t.guard.evaluate(env)]
-    if len(held) > 1:
-        return held
-    if held:
-        return held[0]
-    return next((t for t in candidates if t.guard is None), None)
-
-
-def choose_start(body: WorkflowBody, context: Mapping[str, Any]) -> TransitionSpec | str:
-    """The transition out of START for a starting context, or the refusal sentence."""
-    candidates = body.transitions_from(START, STARTED)
-    env = GuardEnv(context=context, payload={}, counts={}, event=None)
-    chosen = _choose(candidates, env)
-    if isinstance(chosen, list):
-        return (
-            f"more than one transition from START holds ({targets_text(chosen)}); "
-            "compile the workflow again, which refuses such guards"
-        )
-    if chosen is None:
-        return "no transition from START holds on this context, and there is no otherwise"
-    return chosen
-
-
 def _parallel_problem(
     tx: Tx,
     body: WorkflowBody,
@@ -147,8 +113,6 @@ def _parallel_problem(
     target = body.states.get(chosen.target)
     if target is None or not target.is_parallel:
         return None
-    from stateous.control.engine.children import children_problem
-
     visit = next_visit(tx, token.token, target.name)
     return children_problem(tx, token.token, target, visit, context)
 

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from stateous.control.clock import Clock
+from stateous.control.store import audit
 from stateous.control.store import queries as q
 from stateous.control.store.db import family_key
 from stateous.model.graph import Graph, WorkflowBody
@@ -46,6 +47,9 @@ class Tx:
     _seq: dict[str, int] = field(default_factory=dict)
     _rows: list[dict[str, Any]] = field(default_factory=list)
     new_tokens: set[str] = field(default_factory=set)
+    #: An operator's act (spec 80 §1): the next row of token `act[0]` whose kind is in `act[1]`
+    #: gets `by` (`act[2]`) as the last key of its data.
+    act: tuple[str, frozenset[str], dict[str, Any]] | None = None
 
     @classmethod
     def open(cls, conn: Connection, clock: Clock, config: EngineConfig) -> Tx:
@@ -70,6 +74,8 @@ class Tx:
             seq = 0 if token in self.new_tokens else q.last_seq(self.conn, token)
         seq += 1
         self._seq[token] = seq
+        if self.act is not None and self.act[0] == token and kind in self.act[1]:
+            data, self.act = {**data, "by": self.act[2]}, None
         self._rows.append(
             {"token": token, "seq": seq, "at": self.now, "kind": kind, "key": key, "data": data}
         )
@@ -78,6 +84,7 @@ class Tx:
         """Insert the buffered ledger rows."""
         rows, self._rows = self._rows, []
         q.insert_ledger(self.conn, rows)
+        audit.insert_acts(self.conn, rows)  # the audit index, in the same transaction
 
     def ledger(self, token: str, kinds: Iterable[str]) -> list[q.LedgerRecord]:
         """The token's ledger rows of some kinds, including those written in this transaction."""
