@@ -190,7 +190,7 @@ def test_stats_counts_tokens_states_and_the_oldest_queued(
     http: httpx.Client, clock: FakeClock
 ) -> None:
     empty = http.get("/stats").json()
-    zero = {"active": 0, "paused": 0, "queued": 0, "claimed": 0, "waiting": 0}
+    zero = {"active": 0, "paused": 0, "queued": 0, "claimed": 0, "waiting": 0, "supervisors": 0}
     assert empty["tokens"] == {
         "active": 0,
         "paused": 0,
