@@ -43,13 +43,20 @@ def serve_command(
     """
     from stateous.control.knobs import with_env_knobs
     from stateous.control.runtime import run_control_plane, setup_logging
-    from stateous.model.auth import token_from
+    from stateous.model.auth import named_tokens_from
 
     setup_logging()
     # The spec's durations, unless a test shortened them (stateous.control.knobs).
-    token = token_from(auth_token_file)
+    names = named_tokens_from(auth_token_file)
+    token = next(iter(names), None)
     settings = with_env_knobs(
-        Settings(graph_path=graph, db_url=db_url, listen=listen, auth_token=token)
+        Settings(
+            graph_path=graph,
+            db_url=db_url,
+            listen=listen,
+            auth_token=token,
+            auth_names=tuple(names.items()),
+        )
     )
     extra = None
     if supervise is not None:

@@ -132,7 +132,8 @@ class ControlPlane:
         self.lost = False
         self.stop_event = asyncio.Event()
         config = uvicorn.Config(
-            create_app(plane, auth_token=settings.auth_token), log_config=None, access_log=False, lifespan="off",
+            create_app(plane, auth_token=settings.auth_token, auth_names=dict(settings.auth_names)),
+            log_config=None, access_log=False, lifespan="off",
             timeout_graceful_shutdown=int(settings.stop_wait), server_header=False,
             http=protocol_class(),
         )  # fmt: skip

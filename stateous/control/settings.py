@@ -24,3 +24,5 @@ class Settings:
     sqlite_hold_lapse: timedelta = timedelta(seconds=30)
     stop_wait: float = 5.0
     auth_token: str | None = None  # spec 70 §5: None, no authentication
+    #: Every accepted token with its name (spec 80 §1: the actor); empty: `auth_token` alone.
+    auth_names: tuple[tuple[str, str | None], ...] = ()

@@ -7,7 +7,14 @@ from pathlib import Path
 
 from stateous.model.errors import StateousError
 
-__all__ = ["AUTH_ENV", "AuthTokenError", "read_token_file", "token_from"]
+__all__ = [
+    "AUTH_ENV",
+    "AuthTokenError",
+    "named_tokens_from",
+    "read_named_tokens",
+    "read_token_file",
+    "token_from",
+]
 
 #: The environment variable that sets the token when no file is named.
 AUTH_ENV = "STATEOUS_AUTH_TOKEN"
@@ -41,3 +48,49 @@ def token_from(path: Path | None, environ: dict[str, str] | None = None) -> str 
         return read_token_file(path)
     env = os.environ if environ is None else environ
     return env.get(AUTH_ENV, "").strip() or None
+
+
+def _one_word(text: str) -> bool:
+    return bool(text) and not any(ord(c) < 33 or ord(c) == 127 for c in text)
+
+
+def read_named_tokens(path: Path) -> dict[str, str | None]:
+    """A control plane's token file (spec 80 §1): one token a line, `token` or `name: token`.
+
+    Answers each token with its name (None for a plain token); the name of the token that
+    authenticated a request is the actor of what it does.
+    """
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = " ".join(str(getattr(exc, "strerror", None) or exc).split()).lower()
+        raise AuthTokenError(f"cannot read the token file {path}: {reason}") from None
+    found: dict[str, str | None] = {}
+    for number, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text:
+            continue
+        head, sep, tail = text.partition(": ")
+        name, token = (head.strip(), tail.strip()) if sep else (None, text)
+        if not _one_word(token) or (name is not None and not 1 <= len(name) <= 64):
+            raise AuthTokenError(
+                f"line {number} of the token file {path} is not 'token' or 'name: token' "
+                "(a token is one word; a name has 1 to 64 characters)"
+            )
+        if token in found:
+            raise AuthTokenError(f"line {number} of the token file {path} repeats a token")
+        found[token] = name
+    if not found:
+        raise AuthTokenError(f"the token file {path} is empty; write the token in it")
+    return found
+
+
+def named_tokens_from(
+    path: Path | None, environ: dict[str, str] | None = None
+) -> dict[str, str | None]:
+    """The tokens a control plane accepts with their names: the file's, else the one of
+    `STATEOUS_AUTH_TOKEN` (no name); empty when there is neither (no authentication)."""
+    if path is not None:
+        return read_named_tokens(path)
+    token = token_from(None, environ)
+    return {} if token is None else {token: None}

@@ -14,6 +14,8 @@ from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFou
 from litestar.params import FromPath
 
 from stateous.control.api import auth, bodies, inbox, longpoll, openapi, operator, supervisors
+from stateous.control.api import batch as batch_routes  # spec 75 §1-3
+from stateous.control.api import bulk as bulk_routes  # spec 80 §1-2
 from stateous.control.api.acts import by_of
 from stateous.control.api.answers import (
     answer,
@@ -159,6 +161,9 @@ async def claim_task(request: Request[Any, Any, Any]) -> Response[bytes]:
     body = await read_body(request)
     supervisor, states, request_id = bodies.claim_args(body)
     wait = longpoll.wait_arg(body)
+    most = bodies.max_arg(body)
+    if most is not None:  # several tasks at once (spec 75 §1)
+        return await batch_routes.claim_several(request, supervisor, states, request_id, wait, most)
     plane = plane_of(request)
     if not states and request_id is None:
         plane.check_serving()
@@ -291,7 +296,14 @@ def create_app(
     `GET /health` needs it as a bearer token (spec 70 §5); `auth_names` are every accepted token
     with its name, the actor of what its requests do (spec 80 §1)."""
     app = Litestar(
-        route_handlers=[*ROUTES, *operator.ROUTES, *supervisors.ROUTES, *inbox.ROUTES],
+        route_handlers=[
+            *ROUTES,
+            *batch_routes.ROUTES,
+            *operator.ROUTES,
+            *supervisors.ROUTES,
+            *inbox.ROUTES,
+            *bulk_routes.ROUTES,
+        ],
         middleware=[MetricsMiddleware()],
         exception_handlers={
             Refusal: refusal_answer,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+from collections.abc import Mapping
 from typing import Any
 
 from litestar import Request
@@ -18,15 +19,21 @@ UNAUTHORIZED = (
 _PREFIX = "bearer "
 
 
-def check_bearer(request: Request[Any, Any, Any], token: str | None) -> None:
-    """Refuse `401 unauthorized` unless the request carries `token` (no token: nothing to check).
+def check_bearer(request: Request[Any, Any, Any], tokens: Mapping[str, str | None]) -> str | None:
+    """Refuse `401 unauthorized` unless the request carries one of `tokens` (none: nothing to
+    check); answer that token's name (spec 80 §1: the actor of what the request does), or None.
 
-    The comparison takes the same time wherever the two differ (hmac.compare_digest), so the
-    answer's timing does not tell a caller how much of a guess was right.
+    Each comparison takes the same time wherever the two differ (hmac.compare_digest), and every
+    token is compared, so the answer's timing does not tell a caller how much of a guess was right.
     """
-    if token is None or request.url.path == "/health":
-        return
+    if not tokens or request.url.path == "/health":
+        return None
     header = request.headers.get("authorization", "")
     given = header[len(_PREFIX) :].strip() if header[: len(_PREFIX)].lower() == _PREFIX else ""
-    if not hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8")):
+    matched: list[str | None] = []
+    for token, name in tokens.items():
+        if hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8")):
+            matched.append(name)
+    if not matched:
         raise Refusal("unauthorized", UNAUTHORIZED, 401)
+    return matched[0]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection
 
 from stateous.control.clock import Clock
+from stateous.control.engine.audit import FIRED, acting
 from stateous.control.engine.checks import no_token, payload_errors, reject
 from stateous.control.engine.hold import hold
 from stateous.control.engine.moves import ENDED, fail_token, take
@@ -47,13 +49,17 @@ def fire(
     event: str,
     payload: Any,
     key: str | None = None,
+    by: Mapping[str, Any] | None = None,
 ) -> Fired:
-    """Fire `event` at a token; a recorded refusal is committed, then raised."""
+    """Fire `event` at a token; a recorded refusal is committed, then raised.
+
+    With `by` (spec 80 §1), the `event_accepted` or `event_deferred` row carries it."""
     check_fire_input(payload, key)
     tx = Tx.open(conn, clock, config)
     token = tx.lock_token(token_id)
     if token is None:
         raise no_token(token_id)
+    acting(tx, token.token, FIRED, by)
     if key is not None and q.key_used(conn, token.token, key):
         return Fired(token, duplicate=True)
     body = config.body(token.workflow)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from sqlalchemy import Connection
 
 from stateous.control.clock import Clock
+from stateous.control.engine.audit import acting
 from stateous.control.engine.hold import family
 from stateous.control.engine.steering import steered_token
 from stateous.control.engine.tx import EngineConfig, Tx
@@ -12,10 +16,18 @@ from stateous.control.store import queries as q
 from stateous.control.store.queries import TokenRecord
 
 
-def pause(conn: Connection, clock: Clock, config: EngineConfig, token_id: str) -> TokenRecord:
-    """Pause a top token and each active member of its family, depth first."""
+def pause(
+    conn: Connection,
+    clock: Clock,
+    config: EngineConfig,
+    token_id: str,
+    by: Mapping[str, Any] | None = None,
+) -> TokenRecord:
+    """Pause a top token and each active member of its family, depth first; with `by`, the top
+    token's `paused` row carries it (spec 80 §1)."""
     tx = Tx.open(conn, clock, config)
     token = steered_token(tx, token_id, "paused", ("active",), "only an active token can be paused")
+    acting(tx, token.token, frozenset({"paused"}), by)
     for member in family(tx, token.token):
         if member.status == "active":
             q.update_token(conn, member.token, status="paused")

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from stateous.control.clock import Clock
+from stateous.control.engine.audit import REPORTED, acting
 from stateous.control.engine.checks import check_held, locked_task, payload_errors, reject
 from stateous.control.engine.hold import hold
 from stateous.control.engine.moves import Schedule, apply_outcome, fail_token, take
@@ -43,6 +44,8 @@ class Outcome:
     schedules: Sequence[Schedule] = field(default_factory=tuple)
     attempt: int | None = None
     supervisor: str | None = None
+    #: An outside report's operator (spec 80 §1); a supervisor's report has none.
+    by: dict[str, Any] | None = None
 
 
 def report(
@@ -53,6 +56,8 @@ def report(
     task, token = locked_task(tx, task_id)
     check_held(task, outcome.attempt)
     _check_reporter(task, outcome)
+    if outcome.supervisor is None:
+        acting(tx, token.token, REPORTED, outcome.by)
     body = config.body(token.workflow)
     if outcome.kind == "failed":
         token = failed_attempt(tx, body, token, task, outcome.error or NO_ERROR_TEXT)

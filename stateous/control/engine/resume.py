@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from sqlalchemy import Connection
 
 from stateous.control.clock import Clock
+from stateous.control.engine.audit import acting
 from stateous.control.engine.hold import family, held_events
 from stateous.control.engine.moves import Schedule, fail_token, take
 from stateous.control.engine.routing import Refused, context_errors, decide, routing_context
@@ -15,12 +19,20 @@ from stateous.control.store.queries import LedgerRecord, TokenRecord
 from stateous.model.wire import OWN_EVENTS
 
 
-def resume(conn: Connection, clock: Clock, config: EngineConfig, token_id: str) -> TokenRecord:
-    """Resume each paused member, give timers back the paused time, then replay held events."""
+def resume(
+    conn: Connection,
+    clock: Clock,
+    config: EngineConfig,
+    token_id: str,
+    by: Mapping[str, Any] | None = None,
+) -> TokenRecord:
+    """Resume each paused member, give timers back the paused time, then replay held events;
+    with `by`, the top token's `resumed` row carries it (spec 80 §1)."""
     tx = Tx.open(conn, clock, config)
     token = steered_token(
         tx, token_id, "resumed", ("paused",), "only a paused token can be resumed"
     )
+    acting(tx, token.token, frozenset({"resumed"}), by)
     collected: list[LedgerRecord] = []
     for member in family(tx, token.token):
         if member.status == "paused":

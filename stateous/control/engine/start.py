@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +11,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
 from stateous.control.clock import Clock
+from stateous.control.engine.audit import acting
 from stateous.control.engine.moves import create_token
 from stateous.control.engine.routing import choose_start, context_errors
 from stateous.control.engine.tx import EngineConfig, Tx
@@ -37,11 +39,19 @@ def check_start_body(token: Any, context: Any) -> None:
 
 
 def start(
-    conn: Connection, clock: Clock, config: EngineConfig, token_id: Any, context: Any
+    conn: Connection,
+    clock: Clock,
+    config: EngineConfig,
+    token_id: Any,
+    context: Any,
+    by: Mapping[str, Any] | None = None,
 ) -> Started:
-    """Start a token, or answer the existing one unchanged; refusals write nothing."""
+    """Start a token, or answer the existing one unchanged; refusals write nothing.
+
+    With `by` (spec 80 §1), the `started` row carries it as its last key."""
     check_start_body(token_id, context)
     tx = Tx.open(conn, clock, config)
+    acting(tx, token_id, frozenset({"started"}), by)
     # Lock first, so that two starts of one id take turns and the second sees the first.
     tx.lock_id(token_id)
     existing, other = q.token_any_case(conn, token_id)

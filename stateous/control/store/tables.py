@@ -155,8 +155,56 @@ supervisors = Table(
 )
 Index("supervisors_seen", supervisors.c.seen_at)
 
+# Spec 80 §1: one row per operator act (a ledger row with `by`), written in the same
+# transaction as the ledger row, so `GET /audit` never scans the ledger.
+audit = Table(
+    "audit",
+    metadata,
+    Column("token", String(256), primary_key=True),
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    Column("at", DateTime(), nullable=False),
+    Column("kind", String(64), nullable=False),
+    Column("actor", String(64), nullable=True),
+    Column("via", String(16), nullable=True),
+    Column("reason", String(500), nullable=True),
+    Column("bulk", BigInteger, nullable=True),
+)
+Index("audit_at", audit.c.at, audit.c.token, audit.c.seq)
+Index("audit_actor", audit.c.actor, audit.c.at)
+
+# Spec 80 §2: a bulk job, and its matches frozen when it was made (`pending`, then `done` or
+# `skipped` with the refusal's code, each in the transaction that acted on the token).
+bulk_jobs = Table(
+    "bulk_jobs",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("action", String(16), nullable=False),
+    Column("filter", JsonType, nullable=False),
+    Column("event", String(64), nullable=True),
+    Column("payload", JsonType, nullable=True),
+    Column("matched", Integer, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("created_at", DateTime(), nullable=False),
+    Column("finished_at", DateTime(), nullable=True),
+    Column("by", JsonType, nullable=True),
+)
+Index("bulk_jobs_status", bulk_jobs.c.status, bulk_jobs.c.id)
+
+bulk_matches = Table(
+    "bulk_matches",
+    metadata,
+    Column("job", BigInteger, primary_key=True, autoincrement=False),
+    Column("token", String(256), primary_key=True),
+    Column("status", String(16), nullable=False),
+    Column("code", String(64), nullable=True),
+)
+Index("bulk_matches_status", bulk_matches.c.job, bulk_matches.c.status, bulk_matches.c.token)
+
 #: Every table name Stateous uses, for the start-up checks of spec 20 §3.4.
 TABLE_NAMES: tuple[str, ...] = (
+    "audit",
+    "bulk_jobs",
+    "bulk_matches",
     "claim_grants",
     "claims",
     "control_plane",

@@ -1,0 +1,80 @@
+"""The holder applies bulk jobs (spec 80 §2) beside the clock, in batches that leave room for
+live traffic.
+
+Each token is one short transaction (its action and its match marked together), so claims and
+reports never wait for more than one token's work; after each batch the runner rests as long as
+the batch took, so a job uses at most about half of the database's turns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+from functools import partial
+
+from sqlalchemy import Connection
+
+from stateous.control.engine.bulk import apply_one, finish_if_done
+from stateous.control.errors import NotServing
+from stateous.control.plane import Plane
+from stateous.control.store import bulk as store
+from stateous.control.ticker import one_line
+
+log = logging.getLogger("stateous.bulk")
+
+
+@dataclass
+class BulkRunner:
+    """Applies the running jobs, oldest first: `step()` (tests) or `await run(stop)` (serve)."""
+
+    plane: Plane
+    batch: int = 20
+    idle: float = 1.0  # how often to look for a job when none runs
+    rest: float = 0.002  # the least rest between batches
+
+    def step(self) -> int:
+        """One batch of the oldest running job with work left; answers the tokens handled."""
+        for job in self.plane.run("bulk", store.running_jobs):
+            handled = self._batch(job.id, job.action)
+            if handled:
+                return handled
+        return 0
+
+    def _batch(self, job_id: int, action: str) -> int:
+        plane = self.plane
+        tokens = plane.run("bulk", lambda conn: store.pending(conn, job_id, self.batch))
+        if not tokens:
+            plane.run("bulk", lambda conn: finish_if_done(conn, plane.clock, job_id))
+            return 0
+        for token in tokens:
+            plane.run(action, partial(_apply, plane, job_id, token))
+        return len(tokens)
+
+    def drain(self) -> int:
+        """Run steps until no job has work left (tests); answers the tokens handled."""
+        total = 0
+        while handled := self.step():
+            total += handled
+        return total
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Apply jobs until `stop` is set or this control plane stops serving."""
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                handled = await asyncio.to_thread(self.step)
+            except NotServing:
+                return
+            except Exception as exc:  # the database is busy or gone: try again later
+                log.error("a bulk job's batch failed (%s); trying again", one_line(exc))
+                handled = 0
+            wait = self.idle if not handled else max(self.rest, time.monotonic() - started)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=wait)
+
+
+def _apply(plane: Plane, job_id: int, token: str, conn: Connection) -> str | None:
+    return apply_one(conn, plane.clock, plane.config, job_id, token)

@@ -1,0 +1,220 @@
+"""Bulk jobs (spec 80 §2): `POST /bulk` freezes the matches; the holder applies them one by one.
+
+A job acts on each frozen token as its own ordinary operation (pause, resume, cancel, fire or
+retry, with `by.bulk`), in the same transaction that marks the match done or skipped, so a job
+never applies twice to a token, across a restart or a takeover too.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection
+
+from stateous.control.clock import Clock, iso
+from stateous.control.engine.bulk_filter import as_wire, parse_filter
+from stateous.control.engine.tx import EngineConfig
+from stateous.control.errors import RecordedRefusal, Refusal, conflict, invalid, not_found
+from stateous.control.store import bulk as store
+from stateous.model.wire import OWN_EVENTS
+
+ACTIONS = ("pause", "resume", "cancel", "fire", "retry")
+REQUEST_PARTS = ("action", "filter", "event", "payload", "dry_run", "by")
+FIRST = 50  # ids a dry run shows
+
+
+@dataclass(frozen=True)
+class Request:
+    """A checked `POST /bulk` body."""
+
+    action: str
+    filter: Any
+    event: str | None
+    payload: dict[str, Any] | None
+    dry_run: bool
+    by: dict[str, Any] | None
+
+
+def check_request(body: Mapping[str, Any], by: dict[str, Any] | None) -> Request:
+    """The shape of a `POST /bulk` body (`422 invalid_body` naming the part)."""
+    unknown = [name for name in body if name not in REQUEST_PARTS]
+    if unknown:
+        raise invalid("invalid_body", f"a bulk job has no part {unknown[0]!r}")
+    action = body.get("action")
+    if action not in ACTIONS:
+        raise invalid("invalid_body", "'action' is one of " + ", ".join(ACTIONS))
+    event, payload = body.get("event"), body.get("payload")
+    if action == "fire":
+        if not isinstance(event, str) or not event:
+            raise invalid("invalid_body", "'fire' needs the event's name in 'event'")
+        if payload is not None and not isinstance(payload, dict):
+            raise invalid("invalid_body", "'payload' is a JSON object, or null")
+    elif event is not None or payload is not None:
+        raise invalid("invalid_body", f"{action!r} takes no 'event' or 'payload'; only fire does")
+    dry_run = body.get("dry_run", False)
+    if not isinstance(dry_run, bool):
+        raise invalid("invalid_body", "'dry_run' is true or false")
+    return Request(str(action), body.get("filter"), event, payload, dry_run, by)
+
+
+def create(
+    conn: Connection, clock: Clock, config: EngineConfig, request: Request
+) -> tuple[int, dict[str, Any]]:
+    """A dry run (`200 {"matched", "tokens"}`, nothing written) or a new job whose matches are
+    frozen in this transaction (`202 {"job", "matched"}`)."""
+    main = config.body(None)
+    found = parse_filter(request.filter, main.states)
+    if request.event is not None and (
+        request.event not in main.events or request.event in OWN_EVENTS
+    ):
+        raise invalid("invalid_body", f"the workflow {main.name!r} has no event {request.event!r}")
+    if request.dry_run:
+        counted = _Counted(store.matching(conn, found))
+        oldest = heapq.nsmallest(FIRST, counted, key=lambda item: (item[1], item[0]))
+        return 200, {"matched": counted.count, "tokens": [token for token, _ in oldest]}
+    now = clock.now()
+    job = store.insert_job(conn, {
+        "action": request.action, "filter": as_wire(found), "event": request.event,
+        "payload": request.payload, "matched": 0, "status": "running", "created_at": now,
+        "finished_at": None, "by": request.by,
+    })  # fmt: skip
+    ids = [token for token, _ in store.matching(conn, found)]
+    store.insert_matches(conn, job, ids)
+    store.set_matched(conn, job, len(ids))
+    if not ids:
+        store.end_job(conn, job, "finished", now)
+    return 202, {"job": job, "matched": len(ids)}
+
+
+class _Counted:
+    """An iterator that counts what it hands out (a dry run counts while it keeps the oldest)."""
+
+    def __init__(self, items: Iterator[tuple[str, datetime]]) -> None:
+        self.items = items
+        self.count = 0
+
+    def __iter__(self) -> Iterator[tuple[str, datetime]]:
+        for item in self.items:
+            self.count += 1
+            yield item
+
+
+# --- applying ------------------------------------------------------------------------------------
+
+Act = Callable[[Connection, Clock, EngineConfig, str, store.Job, dict[str, Any]], Any]
+
+
+def _act(job: store.Job) -> Act:
+    if job.action == "fire":
+        from stateous.control.engine.fire import fire
+
+        return lambda conn, clock, config, token, job, by: fire(
+            conn, clock, config, token, str(job.event), job.payload, None, by
+        )
+    if job.action == "retry":
+        from stateous.control.engine.retry import retry as work
+    elif job.action == "pause":
+        from stateous.control.engine.pause import pause as work
+    elif job.action == "resume":
+        from stateous.control.engine.resume import resume as work
+    else:
+        from stateous.control.engine.cancel import cancel as work
+    return lambda conn, clock, config, token, job, by: work(conn, clock, config, token, by)
+
+
+def by_of(job: store.Job) -> dict[str, Any]:
+    """The `by` of the rows a job writes: the job's, with `"bulk": <job id>` added inside."""
+    return {**(job.by or {}), "bulk": job.id}
+
+
+def apply_one(
+    conn: Connection, clock: Clock, config: EngineConfig, job_id: int, token: str
+) -> str | None:
+    """Act on one frozen token of a running job in the caller's transaction.
+
+    Answers `done`, the refusal code it was skipped with, or None when there was nothing to do
+    (the job is not running, or the match was taken already).
+    """
+    job = store.get_job(conn, job_id)
+    if job is None or job.status != "running" or not store.take_match(conn, job_id, token):
+        return None
+    savepoint = conn.begin_nested()
+    try:
+        _act(job)(conn, clock, config, token, job, by_of(job))
+    except RecordedRefusal as exc:  # its `event_rejected` row stays, like any refused fire
+        savepoint.commit()
+        store.skip_match(conn, job_id, token, exc.code)
+        return exc.code
+    except Refusal as exc:
+        if exc.code == "database_busy":
+            raise
+        savepoint.rollback()
+        store.skip_match(conn, job_id, token, exc.code)
+        return exc.code
+    savepoint.commit()
+    return "done"
+
+
+def finish_if_done(conn: Connection, clock: Clock, job_id: int) -> bool:
+    """End a running job with no pending token left; True when it ended now."""
+    if store.has_pending(conn, job_id):
+        return False
+    return store.end_job(conn, job_id, "finished", clock.now())
+
+
+def stop(conn: Connection, clock: Clock, job_id: int) -> dict[str, Any]:
+    """Stop a running job: what is done stays done (`404 bulk_not_found`, `409 bulk_not_running`)."""
+    job = store.get_job(conn, job_id)
+    if job is None:
+        raise no_job(job_id)
+    if not store.end_job(conn, job_id, "stopped", clock.now()):
+        raise conflict(
+            "bulk_not_running",
+            f"bulk job {job_id} is {job.status}; only a running job can be stopped",
+        )
+    return job_wire(conn, job_id)
+
+
+def no_job(job_id: int) -> Refusal:
+    """`404 bulk_not_found`."""
+    return no_job_text(str(job_id))
+
+
+def no_job_text(job: str) -> Refusal:
+    """`404 bulk_not_found` for a job named in a path."""
+    return not_found("bulk_not_found", f"there is no bulk job {job}")
+
+
+def job_wire(conn: Connection, job_id: int) -> dict[str, Any]:
+    """`GET /bulk/{job}`'s answer (`404 bulk_not_found`)."""
+    job = store.get_job(conn, job_id)
+    if job is None:
+        raise no_job(job_id)
+    return wire(conn, job)
+
+
+def wire(conn: Connection, job: store.Job) -> dict[str, Any]:
+    """A job as the routes answer it."""
+    progress = store.progress(conn, job.id)
+    return {
+        "job": job.id,
+        "action": job.action,
+        "filter": job.filter,
+        "event": job.event,
+        "matched": job.matched,
+        "done": progress.done,
+        "skipped": progress.skipped,
+        "status": job.status,
+        "created_at": iso(job.created_at),
+        "finished_at": iso(job.finished_at) if job.finished_at else None,
+        "by": job.by,
+    }
+
+
+def list_wire(conn: Connection, limit: int, status: str | None) -> list[dict[str, Any]]:
+    """`GET /bulk`: jobs newest first."""
+    return [wire(conn, job) for job in store.list_jobs(conn, limit, status)]

@@ -1,0 +1,195 @@
+"""The rows of bulk jobs (spec 80 §2): the job, its frozen matches and their progress."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, and_, func, insert, select, update
+
+from stateous.control.engine.bulk_filter import Filter, context_holds
+from stateous.control.store.tables import bulk_jobs, bulk_matches, tokens
+
+PAGE = 1000  # tokens read per page while matching; ids per IN (...) of an explicit list
+
+
+@dataclass(frozen=True)
+class Job:
+    """A bulk job's row."""
+
+    id: int
+    action: str
+    filter: dict[str, Any]
+    event: str | None
+    payload: dict[str, Any] | None
+    matched: int
+    status: str
+    created_at: datetime
+    finished_at: datetime | None
+    by: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What a job did so far: tokens acted on, and tokens skipped by refusal code."""
+
+    done: int
+    skipped: dict[str, int]
+
+
+def _conditions(found: Filter) -> list[ColumnElement[bool]]:
+    where: list[ColumnElement[bool]] = [tokens.c.parent.is_(None)]
+    if found.status is not None:
+        where.append(tokens.c.status.in_(found.status))
+    if found.state is not None:
+        where.append(tokens.c.state.in_(found.state))
+    if found.prefix is not None:
+        where.append(tokens.c.token.startswith(found.prefix, autoescape=True))
+    if found.entered_before is not None:
+        where.append(tokens.c.entered_at < found.entered_before)
+    if found.entered_after is not None:
+        where.append(tokens.c.entered_at > found.entered_after)
+    return where
+
+
+def _pages(conn: Connection, found: Filter) -> Iterator[Sequence[Any]]:
+    """Pages of (token, entered_at, context) rows in id order that hold the SQL parts."""
+    columns = [tokens.c.token, tokens.c.entered_at]
+    if found.context is not None:
+        columns.append(tokens.c.context)
+    where = _conditions(found)
+    if found.tokens is not None:
+        ids = sorted(found.tokens)
+        for start in range(0, len(ids), PAGE):
+            part = ids[start : start + PAGE]
+            query = select(*columns).where(and_(*where, tokens.c.token.in_(part)))
+            yield conn.execute(query.order_by(tokens.c.token)).all()
+        return
+    last: str | None = None
+    while True:
+        page_where = [*where] if last is None else [*where, tokens.c.token > last]
+        query = select(*columns).where(and_(*page_where)).order_by(tokens.c.token).limit(PAGE)
+        rows = conn.execute(query).all()
+        if not rows:
+            return
+        yield rows
+        last = rows[-1][0]
+
+
+def matching(conn: Connection, found: Filter) -> Iterator[tuple[str, datetime]]:
+    """Every top token that matches, in id order, with its `entered_at`."""
+    for page in _pages(conn, found):
+        for row in page:
+            if found.context is None or (
+                isinstance(row[2], dict) and context_holds(row[2], found.context)
+            ):
+                yield row[0], row[1]
+
+
+def insert_job(conn: Connection, values: dict[str, Any]) -> int:
+    """A new job row; answers its id."""
+    result = conn.execute(insert(bulk_jobs).values(**values).returning(bulk_jobs.c.id))
+    return int(result.scalar_one())
+
+
+def insert_matches(conn: Connection, job: int, ids: Sequence[str]) -> None:
+    """Freeze a job's matches, each `pending`."""
+    for start in range(0, len(ids), PAGE):
+        rows = [{"job": job, "token": t, "status": "pending"} for t in ids[start : start + PAGE]]
+        conn.execute(insert(bulk_matches), rows)
+
+
+def set_matched(conn: Connection, job: int, matched: int) -> None:
+    """The number of frozen matches."""
+    conn.execute(update(bulk_jobs).where(bulk_jobs.c.id == job).values(matched=matched))
+
+
+def get_job(conn: Connection, job: int) -> Job | None:
+    """A job by id."""
+    row = conn.execute(select(bulk_jobs).where(bulk_jobs.c.id == job)).first()
+    return Job(**row._mapping) if row is not None else None
+
+
+def list_jobs(conn: Connection, limit: int, status: str | None = None) -> list[Job]:
+    """Jobs newest first."""
+    query = select(bulk_jobs)
+    if status is not None:
+        query = query.where(bulk_jobs.c.status == status)
+    rows = conn.execute(query.order_by(bulk_jobs.c.id.desc()).limit(limit))
+    return [Job(**row._mapping) for row in rows]
+
+
+def running_jobs(conn: Connection) -> list[Job]:
+    """Running jobs, oldest first (the order the control plane applies them in)."""
+    query = select(bulk_jobs).where(bulk_jobs.c.status == "running").order_by(bulk_jobs.c.id)
+    return [Job(**row._mapping) for row in conn.execute(query)]
+
+
+def pending(conn: Connection, job: int, limit: int) -> list[str]:
+    """The next `limit` tokens of a job not acted on yet, in id order."""
+    query = (
+        select(bulk_matches.c.token)
+        .where(bulk_matches.c.job == job, bulk_matches.c.status == "pending")
+        .order_by(bulk_matches.c.token)
+        .limit(limit)
+    )
+    return list(conn.execute(query).scalars())
+
+
+def take_match(conn: Connection, job: int, token: str) -> bool:
+    """Mark a pending match `done`; False when it was not pending (another applier had it).
+
+    On Postgres the row's lock makes a second applier wait, then find it no longer pending.
+    """
+    result = conn.execute(
+        update(bulk_matches)
+        .where(
+            bulk_matches.c.job == job,
+            bulk_matches.c.token == token,
+            bulk_matches.c.status == "pending",
+        )
+        .values(status="done")
+    )
+    return result.rowcount == 1
+
+
+def skip_match(conn: Connection, job: int, token: str, code: str) -> None:
+    """Mark a taken match `skipped` with the refusal's code."""
+    conn.execute(
+        update(bulk_matches)
+        .where(bulk_matches.c.job == job, bulk_matches.c.token == token)
+        .values(status="skipped", code=code)
+    )
+
+
+def progress(conn: Connection, job: int) -> Progress:
+    """Tokens done and skipped by code."""
+    query = (
+        select(bulk_matches.c.status, bulk_matches.c.code, func.count())
+        .where(bulk_matches.c.job == job, bulk_matches.c.status != "pending")
+        .group_by(bulk_matches.c.status, bulk_matches.c.code)
+    )
+    done, skipped = 0, dict[str, int]()
+    for status, code, count in conn.execute(query):
+        if status == "done":
+            done += count
+        else:
+            skipped[str(code)] = skipped.get(str(code), 0) + count
+    return Progress(done, dict(sorted(skipped.items())))
+
+
+def has_pending(conn: Connection, job: int) -> bool:
+    """Whether a job has a token left to act on."""
+    return bool(pending(conn, job, 1))
+
+
+def end_job(conn: Connection, job: int, status: str, at: datetime) -> bool:
+    """Move a running job to `finished` or `stopped`; False when it was not running."""
+    result = conn.execute(
+        update(bulk_jobs)
+        .where(bulk_jobs.c.id == job, bulk_jobs.c.status == "running")
+        .values(status=status, finished_at=at)
+    )
+    return result.rowcount == 1
