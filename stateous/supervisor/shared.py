@@ -1,0 +1,138 @@
+"""What the parts of one running supervisor share: its settings, outbox, control plane, grants,
+its stop, and the retry policy of its calls (spec 40 §4.8)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from stateous.supervisor.folder import Registry, Settings
+from stateous.supervisor.grant import Grant
+from stateous.supervisor.outbox import Message, Outbox
+from stateous.supervisor.remote import Answer, NoAnswer, Remote
+
+__all__ = ["Shared", "Timings", "wait_for"]
+
+log = logging.getLogger("stateous.supervisor")
+
+_DELAYS = (1, 2, 4, 8, 16, 30)
+
+
+@dataclass(frozen=True)
+class Timings:
+    """The supervisor's timings: the spec's defaults, which tests may shorten by environment."""
+
+    heartbeat: float = 30.0  # STATEOUS_SUPERVISOR_HEARTBEAT
+    idle: float = 1.0  # STATEOUS_SUPERVISOR_IDLE: the wait after a claim that got no task
+    max_retry: float = 30.0  # STATEOUS_SUPERVISOR_MAX_RETRY: the longest wait between tries
+    wait: float = 10.0  # STATEOUS_SUPERVISOR_WAIT: a claim's long-poll wait (spec 70 §2); 0: none
+
+    @classmethod
+    def from_env(cls) -> Timings:
+        """The defaults, overridden by the environment variables named above."""
+
+        def read(name: str, default: float) -> float:
+            try:
+                return float(os.environ.get(name, default))
+            except ValueError:
+                return default
+
+        return cls(
+            heartbeat=read("STATEOUS_SUPERVISOR_HEARTBEAT", cls.heartbeat),
+            idle=read("STATEOUS_SUPERVISOR_IDLE", cls.idle),
+            max_retry=read("STATEOUS_SUPERVISOR_MAX_RETRY", cls.max_retry),
+            wait=read("STATEOUS_SUPERVISOR_WAIT", cls.wait),
+        )
+
+
+async def wait_for(event: asyncio.Event, seconds: float) -> bool:
+    """Wait up to `seconds` for `event`; answers whether it is set."""
+    try:
+        await asyncio.wait_for(event.wait(), timeout=seconds)
+    except TimeoutError:
+        return event.is_set()
+    return True
+
+
+class Shared:
+    """The state of one running supervisor that its claim loop, grant runner, sender and
+    heartbeats read and change; all of them run on one event loop."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        outbox: Outbox,
+        *,
+        url: str | None = None,
+        timings: Timings | None = None,
+        remote: Remote | None = None,
+    ) -> None:
+        self.settings = settings
+        self.outbox = outbox
+        self.url = url or settings.url
+        self.timings = timings or Timings.from_env()
+        self.remote = remote or Remote(self.url, auth_token=settings.auth_token)
+        # Long-poll claims until the control plane refuses the field (spec 70 §2).
+        self.long_poll = self.timings.wait > 0
+        self.registry = Registry({})
+        self.grants: dict[int, Grant] = {}
+        self.stopping = False
+        self.forced = False
+        self.started_at = datetime.now(UTC).isoformat()
+        self.last_heartbeat: str | None = None
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.stop_event = asyncio.Event()  # set by the first stop signal
+        self.wake = asyncio.Event()  # set when a routine ends or a stop arrives
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
+
+    def bind(self) -> None:
+        """Remember the running event loop, for the threads of `def` routines."""
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` as a task that the supervisor waits for before it exits."""
+        task = asyncio.create_task(work)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def enqueue(self, grant: Grant, message: Message) -> None:
+        """Hand a committed message to the grant's sender, from any thread."""
+        if threading.get_ident() == self._loop_thread:
+            grant.queue.put_nowait(message)
+        elif self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(grant.queue.put_nowait, message)
+
+    @staticmethod
+    def lose(grant: Grant) -> None:
+        """The control plane took the grant back: its routine is cancelled."""
+        grant.lost = True
+        grant.abort.set()
+
+    async def idle(self) -> None:
+        """Wait a second, or less when a routine ends or a stop arrives."""
+        self.wake.clear()
+        await wait_for(self.wake, self.timings.idle)
+
+    async def persist(self, call: Callable[[], Awaitable[Answer]]) -> Answer | None:
+        """Call until an answer comes; None when a stop has begun and the call got none."""
+        tries = 0
+        while True:
+            try:
+                return await call()
+            except NoAnswer as exc:
+                if self.stopping:
+                    return None
+                delay = min(_DELAYS[min(tries, len(_DELAYS) - 1)], self.timings.max_retry)
+                tries += 1
+                shown = f"{delay:g}"
+                log.warning("%s; trying again in %ss", exc.text, shown)
+                if await wait_for(self.stop_event, delay):
+                    return None
