@@ -234,7 +234,20 @@ def history_text(entry: Mapping[str, Any], tz: tzinfo | None = None) -> str:
     render = _RENDERERS.get(kind) if isinstance(kind, str) else None
     if render is None:
         return f"{_value(kind)} {payload_json(dict(data))}"
-    return render(data)
+    return render(data) + by_suffix(data.get("by"))
+
+
+def by_suffix(by: object) -> str:
+    """Who did it (spec 80 §1): ` [alice, console: the vendor is down]`, ` [alice, cli]` (no
+    colon when the reason is empty), with `bulk N` after the way when a bulk job did it."""
+    if not isinstance(by, Mapping):
+        return ""
+    parts = [_value(by[name]) for name in ("actor", "via") if by.get(name) is not None]
+    if by.get("bulk") is not None:
+        parts.append(f"bulk {_value(by['bulk'])}")
+    reason = by.get("reason")
+    tail = f": {_value(reason)}" if isinstance(reason, str) and reason else ""
+    return f" [{', '.join(parts)}{tail}]" if parts or tail else ""
 
 
 def _due(data: Mapping[str, Any], tz: tzinfo | None) -> str:
