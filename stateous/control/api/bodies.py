@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from stateous.control.engine.moves import Schedule
@@ -249,3 +250,75 @@ def by_arg(body: Mapping[str, Any], actor: str | None = None) -> dict[str, Any] 
     if via is not None:
         found["via"] = via
     return found
+
+
+# --- batches (spec 75) --------------------------------------------------------------------------
+
+MAX_GRANTS = 64
+MAX_MESSAGES = 100
+MAX_STARTS = 1000
+MESSAGE_TYPES = ("report", "note", "memory")
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message of `POST /tasks/messages`: its single route's body, for task `task`."""
+
+    type: str
+    task: int
+    body: dict[str, Any]
+
+
+def max_arg(body: Mapping[str, Any]) -> int | None:
+    """A claim's `max`: 1 to 64, or None when absent or null (`invalid_body`)."""
+    value = body.get("max")
+    if value is None:
+        return None
+    if not is_whole(value, 1, MAX_GRANTS):
+        raise invalid("invalid_body", f"'max' is a whole number from 1 to {MAX_GRANTS}")
+    return int(value)
+
+
+def messages_args(body: Mapping[str, Any]) -> tuple[str, list[Message]]:
+    """`supervisor` and `messages` of `POST /tasks/messages`; any other shape `invalid_body`.
+
+    Only the shape is checked here: each message's own body gets its single route's checks
+    when it is applied, and refusals of those answer that message alone.
+    """
+    supervisor = body.get("supervisor")
+    if not isinstance(supervisor, str) or not 1 <= len(supervisor) <= 256:
+        raise invalid("invalid_body", "'supervisor' is a string of 1 to 256 characters")
+    items = body.get("messages")
+    if not isinstance(items, list) or not 1 <= len(items) <= MAX_MESSAGES:
+        raise invalid("invalid_body", f"'messages' is a list of 1 to {MAX_MESSAGES} messages")
+    return supervisor, [_message(number, item) for number, item in enumerate(items, start=1)]
+
+
+def _message(number: int, item: Any) -> Message:
+    shape = (
+        f"message {number} is not an object with a 'type' (report, note or memory), "
+        "a 'task' id and a 'body' object"
+    )
+    if not isinstance(item, dict):
+        raise invalid("invalid_body", shape)
+    kind, task, inner = item.get("type"), item.get("task"), item.get("body")
+    # Any whole number is a task id here, as any digits are in a path: one above 2^63-1 is
+    # that message's `404 task_not_found`.
+    if not isinstance(task, int) or isinstance(task, bool) or task < 0:
+        raise invalid("invalid_body", shape)
+    if kind not in MESSAGE_TYPES or not isinstance(inner, dict):
+        raise invalid("invalid_body", shape)
+    return Message(str(kind), task, inner)
+
+
+def starts_args(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The `tokens` of `POST /tokens/batch`: 1 to 1000 objects, each `POST /tokens`'s body."""
+    items = body.get("tokens")
+    if not isinstance(items, list) or not 1 <= len(items) <= MAX_STARTS:
+        raise invalid("invalid_body", f"'tokens' is a list of 1 to {MAX_STARTS} starts")
+    for number, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise invalid(
+                "invalid_body", f"start {number} is not an object with a 'token' and a 'context'"
+            )
+    return items

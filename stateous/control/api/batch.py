@@ -1,0 +1,198 @@
+"""The batch routes of spec 75: claims of several tasks, several messages, many starts.
+
+Each message and each start is its own operation, with exactly the checks, ledger rows and
+refusals of its single route, built by the same body parsers and engine functions. They are run
+in list order by `apply_in_order`, one `Plane.run` each; a refusal answers that operation alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
+from anyio import CapacityLimiter, to_thread
+from litestar import Request, Response, post
+from sqlalchemy import Connection
+
+from stateous.control.api import bodies, longpoll
+from stateous.control.api.acts import by_of
+from stateous.control.api.answers import answer, known_id, no_content, plane_of, read_body, run
+from stateous.control.engine.claim import claim_many
+from stateous.control.engine.memory import write_memory
+from stateous.control.engine.note import note
+from stateous.control.engine.report import report
+from stateous.control.engine.start import start
+from stateous.control.engine.views import token_wire
+from stateous.control.errors import Refusal
+from stateous.control.plane import Plane
+
+Reply = tuple[int, Any]
+"""An operation's answer: its HTTP status and body (None for a `204`)."""
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation of a batch: `work` runs in its own transaction as engine call `call`;
+    `refused` is a refusal found before any transaction (a body its single route refuses)."""
+
+    call: str
+    work: Callable[[Connection], Reply] | None = None
+    refused: Refusal | None = None
+
+
+def envelope(exc: Refusal) -> dict[str, Any]:
+    """The refusal envelope of spec 20 §1.7."""
+    return {"error": exc.message, "code": exc.code}
+
+
+def apply_in_order(plane: Plane, operations: Sequence[Operation]) -> list[dict[str, Any]]:
+    """Apply each operation in list order, one `Plane.run` (one commit) each; a refusal is that
+    operation's answer and does not stop the ones after it. Answers `{"status", "body"}` each.
+
+    This loop is the one place a batch meets the store: shared commits (spec 75 §4) replace it.
+    """
+    answers = []
+    for operation in operations:
+        try:
+            if operation.refused is not None:
+                raise operation.refused
+            assert operation.work is not None
+            status, body = plane.run(operation.call, operation.work)
+        except Refusal as exc:
+            status, body = exc.status, envelope(exc)
+        answers.append({"status": status, "body": body})
+    return answers
+
+
+async def run_in_order(
+    request: Request[Any, Any, Any], operations: Sequence[Operation]
+) -> list[dict[str, Any]]:
+    """`apply_in_order` off the event loop, in the engine calls' turns."""
+    plane = plane_of(request)
+    plane.check_serving()  # a plane that lost the hold refuses the whole batch, not each part
+    limiter: CapacityLimiter = request.app.state.limiters[False]
+    return await to_thread.run_sync(apply_in_order, plane, operations, limiter=limiter)
+
+
+def prepared(call: str, build: Callable[[], Callable[[Connection], Reply]]) -> Operation:
+    """An operation whose body checks run now: a refusal becomes that operation's answer."""
+    try:
+        return Operation(call, build())
+    except Refusal as exc:
+        return Operation(call, refused=exc)
+
+
+# --- POST /tasks/claim with max ------------------------------------------------------------------
+
+
+async def claim_several(
+    request: Request[Any, Any, Any],
+    supervisor: str,
+    states: list[str],
+    request_id: str | None,
+    wait: float,
+    most: int,
+) -> Response[bytes]:
+    """`POST /tasks/claim` with `max` (spec 75 §1): `{"grants": [...]}`, or `204`."""
+    plane = plane_of(request)
+    if not states and request_id is None:
+        plane.check_serving()
+        return no_content()
+
+    async def attempt() -> list[Any] | None:
+        grants = await run(
+            request,
+            "claim",
+            lambda conn: claim_many(
+                conn, plane.clock, plane.config, supervisor, states, request_id, most
+            ),
+        )
+        return grants or None
+
+    if not states:
+        wait = 0.0  # no task can be queued for no state: nothing to wait for
+    gone = partial(longpoll.until_disconnect, request.receive)
+    granted = await longpoll.claim_waiting(plane.wakeups, wait, attempt, gone)
+    return no_content() if granted is None else answer({"grants": granted})
+
+
+# --- POST /tasks/messages ------------------------------------------------------------------------
+
+
+def message_operation(
+    request: Request[Any, Any, Any], plane: Plane, message: bodies.Message
+) -> Operation:
+    """One message as the operation of its single route (report, note or memory write)."""
+    clock, config = plane.clock, plane.config
+
+    def report_work() -> Callable[[Connection], Reply]:
+        outcome = replace(bodies.report_args(message.body), by=by_of(request, message.body))
+        task_id = known_id(message.task)
+        return lambda conn: (200, token_wire(report(conn, clock, config, task_id, outcome)))
+
+    def note_work() -> Callable[[Connection], Reply]:
+        text, attempt = bodies.note_args(message.body)
+        task_id = known_id(message.task)
+
+        def work(conn: Connection) -> Reply:
+            note(conn, clock, config, task_id, text, attempt)
+            return 204, None
+
+        return work
+
+    def memory_work() -> Callable[[Connection], Reply]:
+        key, value, attempt = bodies.memory_args(message.body)
+        task_id = known_id(message.task)
+
+        def work(conn: Connection) -> Reply:
+            write_memory(conn, clock, config, task_id, key, value, attempt)
+            return 204, None
+
+        return work
+
+    builders = {"report": report_work, "note": note_work, "memory": memory_work}
+    return prepared(message.type, builders[message.type])
+
+
+@post("/tasks/messages", status_code=200)
+async def send_messages(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Several reports, notes and memory writes, applied in order (spec 75 §2)."""
+    _supervisor, messages = bodies.messages_args(await read_body(request))
+    plane = plane_of(request)
+    operations = [message_operation(request, plane, message) for message in messages]
+    return answer({"answers": await run_in_order(request, operations)})
+
+
+# --- POST /tokens/batch --------------------------------------------------------------------------
+
+
+def start_operation(
+    request: Request[Any, Any, Any], plane: Plane, item: dict[str, Any]
+) -> Operation:
+    """One start as the operation of `POST /tokens`: `201` new, `200` existing."""
+    clock, config = plane.clock, plane.config
+
+    def build() -> Callable[[Connection], Reply]:
+        token_id, context, by = item.get("token"), item.get("context"), by_of(request, item)
+
+        def work(conn: Connection) -> Reply:
+            started = start(conn, clock, config, token_id, context, by)
+            return (201 if started.created else 200), token_wire(started.token)
+
+        return work
+
+    return prepared("start", build)
+
+
+@post("/tokens/batch", status_code=200)
+async def start_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Start up to 1000 tokens, each as `POST /tokens` would (spec 75 §3)."""
+    items = bodies.starts_args(await read_body(request))
+    plane = plane_of(request)
+    operations = [start_operation(request, plane, item) for item in items]
+    return answer({"answers": await run_in_order(request, operations)})
+
+
+ROUTES = [send_messages, start_tokens]
