@@ -1,21 +1,25 @@
 """The guard language: parse a `when=` text into a tree and evaluate it (spec 10 §3).
 
-A guard is never executed as Python. `parse_guard` reads it with the neutral parser
-of `stateous.model.pysyntax`, refuses anything outside the language with the reason
-of spec 10 §3.2, and returns a `Guard` whose `evaluate` follows §3.4 and never raises.
+A guard is never executed as Python. `parse_guard` reads it with Python's own parser
+(`ast.parse(..., mode="eval")`, which builds a tree and runs nothing), refuses anything
+outside the language with the reason of spec 10 §3.2 — naming an unsupported construct
+by its `ast` node class, as the spec does — and returns a `Guard` whose `evaluate`
+follows §3.4 and never raises.
 """
 
 from __future__ import annotations
 
+import ast
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from stateous.model.errors import StateousError
-from stateous.model.pysyntax import PyNode, PySyntaxError, parse_expression
 
 __all__ = [
     "BRANCH_FIELDS",
+    "MAX_DEPTH",
     "And",
     "BranchField",
     "Compare",
@@ -211,6 +215,24 @@ def _walk(node: Node, inside: bool) -> Iterator[tuple[Node, bool]]:
 
 # -- parsing -----------------------------------------------------------------------------
 
+#: Python's own parser refuses more than 200 nested brackets; a guard nested deeper than
+#: this (a long run of `not`, say) is refused too, so that every walk of the tree — the
+#: evaluator, the readers, the overlap proof — stays far from the recursion limit.
+MAX_DEPTH = 200
+
+_COMPARE_OPS: dict[type[ast.cmpop], str] = {
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.In: "in",
+    ast.NotIn: "not in",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+}
+
 
 class _Refusal(Exception):
     def __init__(self, reason: str) -> None:
@@ -223,11 +245,8 @@ def parse_guard(text: str) -> Guard:
     if not isinstance(text, str):
         raise GuardError(text, "not a valid expression")
     try:
-        tree = parse_expression(text.strip())
-    except PySyntaxError:
-        raise GuardError(text, "not a valid expression") from None
-    try:
-        root = _convert(tree, inside=False)
+        tree = _parse_expression(text.strip())
+        root = _Converter().convert(tree, inside=False)
     except _Refusal as exc:
         raise GuardError(text, exc.reason) from None
     except RecursionError:
@@ -235,59 +254,113 @@ def parse_guard(text: str) -> Guard:
     return Guard(text=text, root=root)
 
 
-def _convert(node: PyNode, inside: bool) -> Node:
-    kind = node.kind
-    if kind == "BoolOp":
-        operands = tuple(_convert(c, inside) for c in node.children)
-        return And(operands) if node.value == "and" else Or(operands)
-    if kind == "UnaryOp":
-        return _unary(node, inside)
-    if kind == "Compare":
-        return _compare(node, inside)
-    if kind == "Name":
-        return _name(node.value, inside)
-    if kind == "Constant":
-        return _constant(node.value)
-    if kind == "List":
-        return ListLit(tuple(_list_item(c, inside) for c in node.children))
-    if kind == "Subscript":
-        return _subscript(node)
-    if kind == "Attribute":
-        return _attribute(node)
-    if kind == "Call":
-        return _call(node, inside)
-    if kind == "BinOp":
-        raise _Refusal("arithmetic is not part of the guard language")
-    if kind == "Lambda":
-        raise _Refusal("lambdas are not part of the guard language")
-    raise _Refusal(f"{kind} is not part of the guard language")
+def _parse_expression(text: str) -> ast.expr:
+    """The tree of one Python expression, read by Python's parser and never run.
+
+    Python refuses some texts with more than `SyntaxError`: a null byte or a lone
+    surrogate (`ValueError`), a nesting too deep for its parser (`MemoryError`) or for
+    the building of the tree (`RecursionError`). All of them are `not a valid expression`.
+    """
+    try:
+        with warnings.catch_warnings():
+            # An unknown escape such as '\q' keeps its backslash, as in Python, without
+            # the SyntaxWarning that a test run turns into an error.
+            warnings.simplefilter("ignore")
+            return ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        raise _Refusal("not a valid expression") from None
 
 
-def _unary(node: PyNode, inside: bool) -> Node:
-    operand = node.children[0]
-    if node.value == "not":
-        return Not(_convert(operand, inside))
-    if node.value == "-" and _is_number_constant(operand):
-        return Lit(-operand.value)
-    raise _Refusal("UnaryOp is not part of the guard language")
+class _Converter:
+    """Turns Python's tree into the guard's tree, refusing with the reasons of §3.2."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+
+    def convert(self, node: ast.expr, inside: bool) -> Node:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _Refusal("not a valid expression")
+        try:
+            return self._convert(node, inside)
+        finally:
+            self.depth -= 1
+
+    def _convert(self, node: ast.expr, inside: bool) -> Node:
+        match node:
+            case ast.BoolOp(op=op, values=values):
+                operands = tuple(self.convert(v, inside) for v in values)
+                return And(operands) if isinstance(op, ast.And) else Or(operands)
+            case ast.UnaryOp():
+                return self._unary(node, inside)
+            case ast.Compare():
+                return self._compare(node, inside)
+            case ast.Name(id=name):
+                return _name(name, inside)
+            case ast.Constant(value=value):
+                return _constant(value)
+            case ast.List(elts=elts):
+                return ListLit(tuple(_list_item(e, inside) for e in elts))
+            case ast.Subscript():
+                return _subscript(node)
+            case ast.Attribute():
+                return _attribute(node)
+            case ast.Call():
+                return self._call(node, inside)
+            case ast.BinOp():
+                raise _Refusal("arithmetic is not part of the guard language")
+            case ast.Lambda():
+                raise _Refusal("lambdas are not part of the guard language")
+        raise _Refusal(f"{type(node).__name__} is not part of the guard language")
+
+    def _unary(self, node: ast.UnaryOp, inside: bool) -> Node:
+        if isinstance(node.op, ast.Not):
+            return Not(self.convert(node.operand, inside))
+        number = _negative_number(node)
+        if number is not None:
+            return number
+        raise _Refusal("UnaryOp is not part of the guard language")
+
+    def _compare(self, node: ast.Compare, inside: bool) -> Node:
+        ops = tuple(_COMPARE_OPS[type(op)] for op in node.ops)
+        if any(op in ("is", "is not") for op in ops):
+            raise _Refusal("compare with < <= > >= == != in or not in")
+        operands = [self.convert(node.left, inside)]
+        for op, child in zip(ops, node.comparators, strict=True):
+            right = self.convert(child, inside)
+            if op in ("in", "not in") and not isinstance(
+                right, ListLit | Ctx | Payload | Count | Quant
+            ):
+                raise _Refusal("`in` must search a list literal or a value, e.g. ctx['key']")
+            operands.append(right)
+        return Compare(tuple(operands), ops)
+
+    def _call(self, node: ast.Call, inside: bool) -> Node:
+        func, args = node.func, node.args
+        if isinstance(func, ast.Name) and func.id == "count":
+            if node.keywords:
+                raise _Refusal("count() takes only the event name, e.g. count('stuck')")
+            match args:
+                case [ast.Constant(value=str() as event)]:
+                    return Count(event)
+            raise _Refusal("count() takes an event name as a string, e.g. count('stuck')")
+        match func:
+            case ast.Attribute(value=ast.Name(id="branches"), attr="all" | "any" as kind):
+                if inside or node.keywords or len(args) != 1 or isinstance(args[0], ast.Starred):
+                    raise _Refusal(
+                        "branches.all() and branches.any() take one condition, and do not nest"
+                    )
+                return Quant(kind, self.convert(args[0], inside=True))
+        raise _Refusal("only count(), branches.all() and branches.any() may be called")
 
 
-def _is_number_constant(node: PyNode) -> bool:
-    return node.kind == "Constant" and type(node.value) in (int, float)
-
-
-def _compare(node: PyNode, inside: bool) -> Node:
-    if any(op in ("is", "is not") for op in node.ops):
-        raise _Refusal("compare with < <= > >= == != in or not in")
-    operands = [_convert(node.children[0], inside)]
-    for op, child in zip(node.ops, node.children[1:], strict=True):
-        right = _convert(child, inside)
-        if op in ("in", "not in") and not isinstance(
-            right, ListLit | Ctx | Payload | Count | Quant
-        ):
-            raise _Refusal("`in` must search a list literal or a value, e.g. ctx['key']")
-        operands.append(right)
-    return Compare(tuple(operands), node.ops)
+def _negative_number(node: ast.UnaryOp) -> Lit | None:
+    """`-NUMBER` as a literal: unary minus directly on an int or float literal."""
+    match node:
+        case ast.UnaryOp(op=ast.USub(), operand=ast.Constant(value=int() | float() as value)):
+            if not isinstance(value, bool):  # `-True` is a UnaryOp on a constant, not a number
+                return Lit(-value)
+    return None
 
 
 def _name(name: str, inside: bool) -> Node:
@@ -312,57 +385,35 @@ def _constant(value: object) -> Lit:
     raise _Refusal(f"{value!r} is not a literal of the guard language")
 
 
-def _list_item(node: PyNode, inside: bool) -> Lit | BranchField:
-    if node.kind == "Constant":
-        return _constant(node.value)
-    if node.kind == "UnaryOp" and node.value == "-" and _is_number_constant(node.children[0]):
-        return Lit(-node.children[0].value)
-    if node.kind == "Name" and node.value in _LITERAL_NAMES:
-        return Lit(_LITERAL_NAMES[node.value])
-    if node.kind == "Name" and inside and node.value in BRANCH_FIELDS:
-        return BranchField(node.value)
+def _list_item(node: ast.expr, inside: bool) -> Lit | BranchField:
+    match node:
+        case ast.Constant(value=value):
+            return _constant(value)
+        case ast.UnaryOp():
+            number = _negative_number(node)
+            if number is not None:
+                return number
+        case ast.Name(id=name) if name in _LITERAL_NAMES:
+            return Lit(_LITERAL_NAMES[name])
+        case ast.Name(id=name) if inside and name in BRANCH_FIELDS:
+            return BranchField(name)
     raise _Refusal("a list may only contain literals")
 
 
-def _subscript(node: PyNode) -> Node:
-    value, index = node.children
-    if (
-        value.kind == "Name"
-        and value.value == "ctx"
-        and index.kind == "Constant"
-        and isinstance(index.value, str)
-    ):
-        return Ctx(index.value)
+def _subscript(node: ast.Subscript) -> Node:
+    match node:
+        case ast.Subscript(value=ast.Name(id="ctx"), slice=ast.Constant(value=str() as key)):
+            return Ctx(key)
     raise _Refusal("only ctx['key'] may be indexed")
 
 
-def _attribute(node: PyNode) -> Node:
-    value = node.children[0]
-    if value.kind == "Name" and value.value == "payload":
-        return Payload(node.value)
-    if value.kind == "Name" and value.value == "ctx":
-        raise _Refusal("read context as ctx['key']")
+def _attribute(node: ast.Attribute) -> Node:
+    match node.value:
+        case ast.Name(id="payload"):
+            return Payload(node.attr)
+        case ast.Name(id="ctx"):
+            raise _Refusal("read context as ctx['key']")
     raise _Refusal("only payload.<field> may be read with a dot")
-
-
-def _call(node: PyNode, inside: bool) -> Node:
-    func, args = node.children[0], node.children[1:]
-    if func.kind == "Name" and func.value == "count":
-        if node.keywords:
-            raise _Refusal("count() takes only the event name, e.g. count('stuck')")
-        if len(args) != 1 or args[0].kind != "Constant" or not isinstance(args[0].value, str):
-            raise _Refusal("count() takes an event name as a string, e.g. count('stuck')")
-        return Count(args[0].value)
-    if (
-        func.kind == "Attribute"
-        and func.value in ("all", "any")
-        and func.children[0].kind == "Name"
-        and func.children[0].value == "branches"
-    ):
-        if inside or node.keywords or len(args) != 1 or args[0].kind == "Starred":
-            raise _Refusal("branches.all() and branches.any() take one condition, and do not nest")
-        return Quant(func.value, _convert(args[0], inside=True))
-    raise _Refusal("only count(), branches.all() and branches.any() may be called")
 
 
 # -- values and evaluation (§3.4) --------------------------------------------------------
