@@ -20,8 +20,11 @@ __all__ = ["QUEUING_CALLS", "Wakeups"]
 
 #: The engine calls whose transaction can queue a task or make a queued one claimable: a start,
 #: a fire, a report, a resume (a paused token's tasks become claimable), a cancel (a parent
-#: moves on when its children end), a lease that ends (a retry) and a timer that fires.
-QUEUING_CALLS = frozenset({"start", "fire", "report", "resume", "cancel", "lease expiry", "timer"})
+#: moves on when its children end), a lease that ends (a retry), a timer that fires, and an
+#: operator's retry or move (spec 80 §3: each enters a state).
+QUEUING_CALLS = frozenset(
+    {"start", "fire", "report", "resume", "cancel", "lease expiry", "timer", "retry", "move"}
+)
 
 
 class Wakeups:

@@ -16,6 +16,7 @@ from litestar.params import FromPath
 from stateous.control.api import auth, bodies, inbox, longpoll, openapi, operator, supervisors
 from stateous.control.api import batch as batch_routes  # spec 75 §1-3
 from stateous.control.api import bulk as bulk_routes  # spec 80 §1-2
+from stateous.control.api import repair as repair_routes  # spec 80 §3-4
 from stateous.control.api.acts import by_of
 from stateous.control.api.answers import (
     answer,
@@ -303,6 +304,7 @@ def create_app(
             *supervisors.ROUTES,
             *inbox.ROUTES,
             *bulk_routes.ROUTES,
+            *repair_routes.ROUTES,
         ],
         middleware=[MetricsMiddleware()],
         exception_handlers={
