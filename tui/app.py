@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import httpx
 from textual import work
@@ -15,6 +15,7 @@ from textual.reactive import var
 from textual.screen import Screen
 
 from tui.api import ControlPlane, Refused, Unreachable
+from tui.console import Console
 from tui.screens.help import HelpScreen
 from tui.screens.leases import LeasesScreen
 from tui.screens.outboxes import OutboxesScreen
@@ -203,6 +204,10 @@ class ConsoleApp(App[None]):
     def watch_theme(self, theme: str) -> None:
         """Remember the theme for the next start."""
         self.settings = Settings(self.settings.url, self.settings.supervisors, theme)
+
+
+if TYPE_CHECKING:  # the app keeps to the protocol its screens and widgets are typed against
+    _CONSOLE: type[Console] = ConsoleApp
 
 
 def make_console(

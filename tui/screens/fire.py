@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
 from stateous.model.history import duplicate_line, token_line
+from tui.console import Console
 from tui.schema import (
     FormError,
     field_lines,
@@ -21,9 +22,6 @@ from tui.schema import (
     skeleton,
     validate,
 )
-
-if TYPE_CHECKING:
-    from tui.app import ConsoleApp
 
 
 class FireScreen(ModalScreen[bool]):
@@ -45,7 +43,7 @@ class FireScreen(ModalScreen[bool]):
         self.events = outside_events(graph, token)
 
     @property
-    def console(self) -> ConsoleApp:
+    def console(self) -> Console:
         """The console app."""
         return self.app  # type: ignore[return-value]  # the console is the only app
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -13,10 +13,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from stateous.model.history import token_line
+from tui.console import Console
 from tui.schema import FormError, context_model, field_lines, parse_object, skeleton, validate
-
-if TYPE_CHECKING:
-    from tui.app import ConsoleApp
 
 TOKEN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -35,7 +33,7 @@ class StartScreen(ModalScreen[bool]):
         self.model = context_model(graph)
 
     @property
-    def console(self) -> ConsoleApp:
+    def console(self) -> Console:
         """The console app."""
         return self.app  # type: ignore[return-value]  # the console is the only app
 

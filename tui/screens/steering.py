@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual import work
 from textual.binding import Binding
 from textual.screen import Screen
 
 from stateous.model.history import token_line
+from tui.console import Console
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.fire import FireScreen
 from tui.screens.start import StartScreen
-
-if TYPE_CHECKING:
-    from tui.app import ConsoleApp
 
 STEERING_BINDINGS = [
     Binding("p", "steer('pause')", "Pause"),
@@ -32,7 +30,7 @@ class SteeringScreen(Screen[None]):
     """
 
     @property
-    def console(self) -> ConsoleApp:
+    def console(self) -> Console:
         """The console app."""
         return self.app  # type: ignore[return-value]  # the console is the only app
 

@@ -118,8 +118,8 @@ class TokensScreen(PollingScreen, SteeringScreen):
         """Columns, the poll timer, and the states panel following the app's stats."""
         if self.console.frozen:
             self.query_one("#search", Input).cursor_blink = False
-        self.watch(self.console, "stats", self._stats_changed)
-        self.watch(self.console, "graph", self._stats_changed)
+        self.watch(self.app, "stats", self._stats_changed)
+        self.watch(self.app, "graph", self._stats_changed)
         self._show_filters()
         self.start_polling()
 

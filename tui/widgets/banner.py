@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from textual.widgets import Static
 
-if TYPE_CHECKING:
-    from tui.app import ConsoleApp
+from tui.console import Console
 
 
 class Banner(Static):
@@ -29,11 +26,10 @@ class Banner(Static):
 
     def on_mount(self) -> None:
         """Follow the app's connection state."""
-        app: ConsoleApp = self.app  # type: ignore[assignment]  # the console is the only app
-        self.watch(app, "unreachable", self._show)
+        self.watch(self.app, "unreachable", self._show)
 
     def _show(self, reason: str | None) -> None:
-        app: ConsoleApp = self.app  # type: ignore[assignment]  # the console is the only app
+        app: Console = self.app  # type: ignore[assignment]  # the console is the only app
         self.set_class(reason is not None, "-shown")
         if reason is not None:
             self.update(f"cannot reach {app.plane.url}: {reason}; retrying")

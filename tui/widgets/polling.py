@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from textual import work
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.timer import Timer
 
-if TYPE_CHECKING:
-    from tui.app import ConsoleApp
+from tui.console import Console
 
 
 class PollingScreen(Screen[None]):
@@ -23,7 +20,7 @@ class PollingScreen(Screen[None]):
     _timer: Timer | None = None
 
     @property
-    def console(self) -> ConsoleApp:
+    def console(self) -> Console:
         """The console app."""
         return self.app  # type: ignore[return-value]  # the console is the only app
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual.widgets import Static
 
+from tui.console import Console
 from tui.format import STATUS_STYLES, STATUSES
-
-if TYPE_CHECKING:
-    from tui.app import ConsoleApp
 
 
 def short_checksum(checksum: object) -> str:
@@ -33,15 +31,14 @@ class StatusBar(Static):
 
     def on_mount(self) -> None:
         """Follow the app's health, stats and connection state."""
-        app: ConsoleApp = self.app  # type: ignore[assignment]  # the console is the only app
-        self.watch(app, "health", self._redraw)
-        self.watch(app, "stats", self._redraw)
-        self.watch(app, "unreachable", self._redraw)
+        self.watch(self.app, "health", self._redraw)
+        self.watch(self.app, "stats", self._redraw)
+        self.watch(self.app, "unreachable", self._redraw)
 
     _shown: Text | None = None
 
     def _redraw(self, _value: object = None) -> None:
-        app: ConsoleApp = self.app  # type: ignore[assignment]  # the console is the only app
+        app: Console = self.app  # type: ignore[assignment]  # the console is the only app
         text = render_status(app.plane.url, app.health, app.stats, app.unreachable)
         # An update lays the screen out again: only when the bar really changed.
         if self._shown is None or text != self._shown:
