@@ -127,6 +127,17 @@ class Client:
             body["attempt"] = attempt
         return self._object("POST", f"/tasks/{segment(task)}/report", body=body)
 
+    def inbox(self, *, state: str | None = None, limit: int | None = None) -> list[Any]:
+        """The waiting tasks of live tokens, the longest waiting first (spec 80 §6): each
+        `{task, token, state, visit, status, since, note, events: [{event, payload_schema}]}`."""
+        given = {"state": state, "limit": limit}
+        params = {name: str(value) for name, value in given.items() if value is not None}
+        return self._list("GET", "/inbox", params=params)
+
+    def supervisors(self) -> list[Any]:
+        """The supervisors seen lately with their `status`: live, stale or gone (spec 80 §5)."""
+        return self._list("GET", "/supervisors")
+
     def workflow(self) -> dict[str, Any]:
         """The graph document the control plane serves."""
         return self._object("GET", "/workflow")

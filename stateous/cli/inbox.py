@@ -1,0 +1,89 @@
+"""`stateous inbox`: the tokens waiting for a person, as a table (spec 80 §6)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import click
+
+from stateous.cli.token import ArgumentError, control_plane, url_option, wrong_shape
+from stateous.model.history import display_state, local_datetime
+
+EMPTY = "the inbox is empty: no token waits for a person"
+ANSWER = "answer one with: stateous token fire ID EVENT [PAYLOAD_JSON]"
+PIPE_WIDTH = 160
+COLUMNS = ("token", "state", "waiting since", "the question", "the events it takes")
+
+
+def event_text(event: Mapping[str, Any]) -> str:
+    """`name`, or `name {field, …}` naming the fields of its payload's schema."""
+    name = str(event.get("event"))
+    schema = event.get("payload_schema")
+    fields = list((schema or {}).get("properties") or {}) if isinstance(schema, dict) else []
+    return f"{name} {{{', '.join(fields)}}}" if fields else name
+
+
+def row_of(entry: Mapping[str, Any]) -> tuple[str, ...]:
+    """One table row: the token (and its status when paused), the state, since, note, events."""
+    token = str(entry.get("token"))
+    if entry.get("status") == "paused":
+        token += " (paused)"
+    events = entry.get("events") or []
+    return (
+        token,
+        display_state(entry.get("state")),
+        local_datetime(entry.get("since")),
+        str(entry.get("note") or "-"),
+        ", ".join(event_text(e) for e in events if isinstance(e, dict)) or "-",
+    )
+
+
+def print_table(rows: Sequence[tuple[str, ...]]) -> None:
+    """A Rich table: coloured on a terminal, plain text in a pipe or a file."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for n, name in enumerate(COLUMNS):
+        # The token, state and time stay whole; the question and the events wrap.
+        table.add_column(name, no_wrap=n < 3, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    # In a pipe Rich would wrap at 80 columns: scripts get whole lines unless COLUMNS says.
+    wide = sys.stdout.isatty() or "COLUMNS" in os.environ
+    Console(file=sys.stdout, highlight=False, width=None if wide else PIPE_WIDTH).print(table)
+
+
+@click.command("inbox")
+@click.option("--state", "state", metavar="STATE", default=None, help="Only this state's tasks.")
+@click.option(
+    "--limit",
+    "limit",
+    metavar="N",
+    type=int,
+    default=None,
+    help="At most N tasks (1 to 1000; default 100).",
+)
+@url_option
+def inbox_command(state: str | None, limit: int | None, url: str | None) -> None:
+    """Show the tokens waiting for a person, the longest waiting first.
+
+    Each row is a task that reported it waits: its token, its state, since when it waits, the
+    question its routine asked (its last note) and the events its state takes. Answer one with
+    `stateous token fire`. Times are shown in this computer's time zone.
+    """
+    if limit is not None and not 1 <= limit <= 1000:
+        raise ArgumentError("--limit is a whole number from 1 to 1000")
+    with control_plane(url) as client:
+        entries = client.inbox(state=state, limit=limit)
+        if not all(isinstance(e, dict) for e in entries):
+            raise wrong_shape(client.url)
+    if not entries:
+        click.echo(EMPTY)
+        return
+    print_table([row_of(e) for e in entries])
+    click.echo(ANSWER)
