@@ -60,6 +60,8 @@ _KIND_STYLES = {
     "note": "italic",
     "event_accepted": "bold",
     "task_retrying": "yellow",
+    "retried": "bold yellow",
+    "moved": "bold yellow",
 }
 
 
@@ -281,6 +283,14 @@ def _context_changed(data: Mapping[str, Any]) -> str:
     return "context changed: " + ", ".join(_value(key) for key in keys)
 
 
+def _retried(data: Mapping[str, Any]) -> str:
+    return f"retried in {display_state(data.get('state'))}"
+
+
+def _moved(data: Mapping[str, Any]) -> str:
+    return f"moved from {display_state(data.get('from'))} to {display_state(data.get('to'))}"
+
+
 def _cancelled(data: Mapping[str, Any]) -> str:
     return f"cancelled: {_field(data, 'reason')}" if "reason" in data else "cancelled"
 
@@ -320,6 +330,8 @@ _RENDERERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "completed": _fmt("completed"),
     "failed": _fmt("failed: {}", "reason"),
     "cancelled": _cancelled,
+    "retried": _retried,  # spec 80 §3
+    "moved": _moved,
 }
 
 KINDS: frozenset[str] = frozenset({*_RENDERERS, "timer_set"})

@@ -105,6 +105,8 @@ EVERY_KIND: list[tuple[str, dict[str, Any], str]] = [
         {"reason": "the parent left 'reviews' on 'joined'"},
         "cancelled: the parent left 'reviews' on 'joined'",
     ),
+    ("retried", {"state": "coding"}, "retried in coding"),
+    ("moved", {"from": "testing", "to": "coding"}, "moved from testing to coding"),
     ("mystery", {"a": 1}, 'mystery {"a": 1}'),
 ]
 
