@@ -46,6 +46,7 @@ CONTEXT_SETTINGS = {"help_option_names": ["--help"], "max_content_width": 100}
         "demo": "stateous.cli.demo:demo_command",
     },
 )
+@click.version_option(package_name="stateous", prog_name="stateous", message="%(prog)s %(version)s")
 def cli() -> None:
     """A process as a graph of states. A control plane keeps every token durable."""
 
