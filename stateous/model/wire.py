@@ -76,7 +76,11 @@ class EnteredByWire(TypedDict):
 
 
 class GrantWire(TypedDict):
-    """The answer to a claim that got a task (spec 20 §1.6)."""
+    """The answer to a claim that got a task (spec 20 §1.6).
+
+    The one definition of the grant's fields: the API's OpenAPI model and the supervisor's
+    check of a claim's answer read them from here.
+    """
 
     task: int
     token: str

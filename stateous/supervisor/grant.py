@@ -1,4 +1,8 @@
-"""One claimed task attempt on the supervisor's side, from a claim's answer to its report."""
+"""One claimed task attempt on the supervisor's side, from a claim's answer to its report.
+
+The grant's fields are those of `stateous.model.wire.GrantWire`, their one definition: an answer
+is checked against its annotations and kept as it came.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,9 @@ import asyncio
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast, get_origin, get_type_hints, is_typeddict
 
+from stateous.model.wire import GrantWire
 from stateous.supervisor.outbox import Message
 
 __all__ = ["Grant", "grant_from"]
@@ -17,14 +22,7 @@ __all__ = ["Grant", "grant_from"]
 class Grant:
     """One claimed task attempt, while its routine runs and its messages are delivered."""
 
-    task: int
-    token: str
-    state: str
-    visit: int
-    attempt: int
-    context: dict[str, Any]
-    memory: dict[str, Any]
-    entered_by: str
+    claim: GrantWire
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
     lost: bool = False
     reporting: bool = False
@@ -34,29 +32,46 @@ class Grant:
     abort: asyncio.Event = field(default_factory=asyncio.Event)
     queue: asyncio.Queue[Message] = field(default_factory=asyncio.Queue)
 
+    @property
+    def task(self) -> int:
+        """The task's id."""
+        return self.claim["task"]
+
+    @property
+    def token(self) -> str:
+        """The token's id."""
+        return self.claim["token"]
+
+    @property
+    def state(self) -> str:
+        """The state the routine runs for."""
+        return self.claim["state"]
+
+    @property
+    def attempt(self) -> int:
+        """The attempt that every message of this grant names."""
+        return self.claim["attempt"]
+
 
 def grant_from(body: object) -> Grant:
     """A grant from a claim's answer; ValueError says why it is not valid."""
+    return Grant(cast(GrantWire, _checked(body, GrantWire)))
+
+
+def _checked(body: object, wire: type) -> dict[str, Any]:
+    """`body` when it has every field of the TypedDict `wire` with its type, else ValueError."""
     if not isinstance(body, dict):
         raise ValueError("the answer is not a JSON object")
-
-    def need(key: str, kind: type | tuple[type, ...]) -> Any:
+    for key, hint in get_type_hints(wire).items():
         value = body.get(key)
+        if is_typeddict(hint):
+            inner = next(iter(get_type_hints(hint)))
+            try:
+                _checked(value, hint)
+            except ValueError:
+                raise ValueError(f"'{key}' has no {inner}") from None
+            continue
+        kind = get_origin(hint) or hint  # dict[str, Any] is checked as a dict
         if not isinstance(value, kind) or isinstance(value, bool):
             raise ValueError(f"'{key}' is missing or has the wrong type")
-        return value
-
-    entered = body.get("entered_by")
-    name = entered.get("name") if isinstance(entered, dict) else None
-    if not isinstance(name, str):
-        raise ValueError("'entered_by' has no name")
-    return Grant(
-        task=need("task", int),
-        token=need("token", str),
-        state=need("state", str),
-        visit=need("visit", int),
-        attempt=need("attempt", int),
-        context=need("context", dict),
-        memory=need("memory", dict),
-        entered_by=name,
-    )
+    return body

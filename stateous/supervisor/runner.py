@@ -112,14 +112,15 @@ class GrantRunner:
         if routine is None:
             return failed(f"this supervisor has no routine for {grant.state!r}", grant.attempt)
         state, function = routine
+        claim = grant.claim
         ctx: Context[Any] = Context(
-            token=grant.token,
-            task=grant.task,
-            visit=grant.visit,
-            attempt=grant.attempt,
-            context=grant.context,
-            memory=grant.memory,
-            entered_by=grant.entered_by,
+            token=claim["token"],
+            task=claim["task"],
+            visit=claim["visit"],
+            attempt=claim["attempt"],
+            context=claim["context"],
+            memory=claim["memory"],
+            entered_by=claim["entered_by"]["name"],
             sink=_Sink(self.shared, grant),
         )
         grant.running = True

@@ -8,15 +8,17 @@ spec 20 and 70 and the refusal envelope, from the pydantic models below.
 
 from __future__ import annotations
 
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_type_hints
 
 from litestar import Litestar, MediaType, Request
 from litestar.exceptions import NotFoundException
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, Operation, PathItem, Schema
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import models_json_schema
+
+from stateous.model.wire import EnteredByWire, GrantWire
 
 __all__ = ["config", "document", "only_the_document"]
 
@@ -58,23 +60,19 @@ class HistoryEntry(_Open):
     data: dict[str, Any]
 
 
-class EnteredBy(_Open):
-    """The event that moved the token into the state."""
+def _from_wire(name: str, wire: type, doc: str, nested: dict[type, type[BaseModel]]) -> type[_Open]:
+    """The open model of a wire TypedDict of `stateous.model.wire`, which alone lists the fields;
+    `nested` names the models that stand for the TypedDicts inside it."""
+    fields: dict[str, Any] = {
+        key: (nested.get(hint, hint), ...) for key, hint in get_type_hints(wire).items()
+    }
+    return create_model(name, __base__=_Open, __doc__=doc, __module__=__name__, **fields)
 
-    name: str
 
-
-class Grant(_Open):
-    """A claimed task (spec 20 §1.6)."""
-
-    task: int
-    token: str
-    state: str
-    visit: int
-    attempt: int
-    context: dict[str, Any]
-    memory: dict[str, Any]
-    entered_by: EnteredBy
+EnteredBy = _from_wire(
+    "EnteredBy", EnteredByWire, "The event that moved the token into the state.", {}
+)
+Grant = _from_wire("Grant", GrantWire, "A claimed task (spec 20 §1.6).", {EnteredByWire: EnteredBy})
 
 
 class Lost(_Open):
@@ -161,6 +159,9 @@ class ClaimBody(BaseModel):
     states: list[str] = Field(max_length=1000)
     request: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._-]{1,64}$")
     wait: float = Field(default=0, ge=0, le=60, description="Long-poll seconds (spec 70 §2).")
+    max: int | None = Field(
+        default=None, ge=1, le=64, description="Claim up to this many tasks (spec 75 §1)."
+    )
 
 
 class HeartbeatBody(BaseModel):
@@ -206,9 +207,50 @@ class MemoryBody(BaseModel):
     attempt: int | None = Field(default=None, ge=1)
 
 
+class Grants(_Open):
+    """The answer of a claim with `max` (spec 75 §1)."""
+
+    grants: list[Grant]  # type: ignore[valid-type]  # a model made by create_model
+
+
+class Message(BaseModel):
+    """One message of `POST /tasks/messages`: the body of its single route."""
+
+    type: Literal["report", "note", "memory"]
+    task: int = Field(ge=0)
+    body: dict[str, Any]
+
+
+class MessagesBody(BaseModel):
+    """`POST /tasks/messages` (spec 75 §2)."""
+
+    supervisor: str = Field(min_length=1, max_length=256)
+    messages: list[Message] = Field(min_length=1, max_length=100)
+
+
+class StartsBody(BaseModel):
+    """`POST /tokens/batch` (spec 75 §3): each start is the body of `POST /tokens`."""
+
+    tokens: list[StartBody] = Field(min_length=1, max_length=1000)
+
+
+class PartAnswer(_Open):
+    """The answer to one message or start: its single route's status and body (null for 204)."""
+
+    status: int
+    body: Any
+
+
+class Answers(_Open):
+    """The answers of a batch, one per message or start, in order."""
+
+    answers: list[PartAnswer]
+
+
 _MODELS: list[type[BaseModel]] = [
     Token, Duplicate, HistoryEntry, Grant, Lost, Health, Refusal, TaskRow, TimerRow, MemoryRow,
     Stats, StartBody, FireBody, ClaimBody, HeartbeatBody, ReportBody, NoteBody, MemoryBody,
+    Grants, MessagesBody, StartsBody, Answers,
 ]  # fmt: skip
 
 #: (method, path) -> (request body model or None, {status: answer}); an answer is a model, a
@@ -225,7 +267,9 @@ ROUTES: dict[tuple[str, str], tuple[type[BaseModel] | None, dict[int, Answer]]] 
     ("post", "/tokens/{token_id}/cancel"): (None, {200: Token}),
     ("get", "/workflow"): (None, {200: None}),
     ("get", "/health"): (None, {200: Health}),
-    ("post", "/tasks/claim"): (ClaimBody, {200: Grant, 204: "empty"}),
+    ("post", "/tasks/claim"): (ClaimBody, {200: (Grant, Grants), 204: "empty"}),
+    ("post", "/tasks/messages"): (MessagesBody, {200: Answers}),
+    ("post", "/tokens/batch"): (StartsBody, {200: Answers}),
     ("post", "/tasks/heartbeat"): (HeartbeatBody, {200: Lost}),
     ("post", "/tasks/{task}/report"): (ReportBody, {200: Token}),
     ("post", "/tasks/{task}/note"): (NoteBody, {204: "empty"}),
