@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import getpass
 import json
+import os
+import socket
+from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import quote
@@ -39,9 +43,18 @@ class Client:
     an answer that is not the control plane's).
     """
 
-    def __init__(self, url: str, *, timeout: float = 30.0, auth_token: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = 30.0,
+        auth_token: str | None = None,
+        actor: str | None = None,
+    ) -> None:
         self.url = check_url(url)
         self.timeout = timeout
+        #: Who acts (spec 80 §1): sent as `by` with each change, with the call's `reason`.
+        self.actor = actor
         headers = {"Authorization": f"Bearer {auth_token}"} if auth_token else {}
         self._http = httpx.Client(timeout=httpx.Timeout(timeout), headers=headers)
 
@@ -62,10 +75,27 @@ class Client:
 
     # ------------------------------------------------------------ tokens
 
-    def start(self, token: str, context: dict[str, Any] | None = None) -> dict[str, Any]:
+    def start(
+        self, token: str, context: dict[str, Any] | None = None, *, reason: str | None = None
+    ) -> dict[str, Any]:
         """Start `token` with `context`; an existing token comes back unchanged."""
-        body = {"token": token, "context": context or {}}
+        body = self.by({"token": token, "context": context or {}}, reason)
         return self._object("POST", "/tokens", body=body)
+
+    def start_many(
+        self,
+        starts: Iterable[tuple[str, dict[str, Any] | None]],
+        *,
+        batch_size: int = 500,
+        progress: Callable[[list[dict[str, Any]]], None] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Start each `(token, context)` in order with `POST /tokens/batch`, `batch_size` (1 to
+        1000) a request; one answer each, `{"status", "body"}`: `201` started, `200` it existed
+        (unchanged), else the refusal envelope of that start. `progress` gets each batch's
+        answers as they come. A control plane without the route gets one `POST /tokens` each."""
+        from stateous.client.batch import start_many  # it imports this module
+
+        return start_many(self, starts, batch_size=batch_size, progress=progress)
 
     def get(self, token: str) -> dict[str, Any]:
         """The token: `token`, `state`, `status`, `visit`, `context`, `entered_at` (+ `parent`)."""
@@ -90,24 +120,107 @@ class Client:
         payload: dict[str, Any] | None = None,
         *,
         key: str | None = None,
+        reason: str | None = None,
     ) -> dict[str, Any]:
         """Fire `event`; with a repeated `key` the answer is `{"duplicate": True, "token": …}`."""
-        body: dict[str, Any] = {} if payload is None else {"payload": payload}
+        body: dict[str, Any] = self.by({} if payload is None else {"payload": payload}, reason)
         headers = None if key is None else {b"Idempotency-Key": _header_value(key)}
         path = f"/tokens/{segment(token)}/events/{segment(event)}"
         return self._object("POST", path, body=body, headers=headers)
 
-    def pause(self, token: str) -> dict[str, Any]:
+    def pause(self, token: str, *, reason: str | None = None) -> dict[str, Any]:
         """Pause an active token: its events are held, its tasks wait, its timers stand still."""
-        return self._object("POST", f"/tokens/{segment(token)}/pause", body={})
+        return self._object("POST", f"/tokens/{segment(token)}/pause", body=self.by({}, reason))
 
-    def resume(self, token: str) -> dict[str, Any]:
+    def resume(self, token: str, *, reason: str | None = None) -> dict[str, Any]:
         """Resume a paused token: the held events apply in arrival order."""
-        return self._object("POST", f"/tokens/{segment(token)}/resume", body={})
+        return self._object("POST", f"/tokens/{segment(token)}/resume", body=self.by({}, reason))
 
-    def cancel(self, token: str) -> dict[str, Any]:
+    def cancel(self, token: str, *, reason: str | None = None) -> dict[str, Any]:
         """Cancel an active or paused token for good."""
-        return self._object("POST", f"/tokens/{segment(token)}/cancel", body={})
+        return self._object("POST", f"/tokens/{segment(token)}/cancel", body=self.by({}, reason))
+
+    def retry(self, token: str, *, reason: str | None = None) -> dict[str, Any]:
+        """Retry a failed token: it enters again the state it failed in (spec 80 §3)."""
+        return self._object("POST", f"/tokens/{segment(token)}/retry", body=self.by({}, reason))
+
+    def move(
+        self,
+        token: str,
+        state: str,
+        context: dict[str, Any] | None = None,
+        *,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """Move a token by hand to `state`, with optional context writes (spec 80 §3)."""
+        body: dict[str, Any] = {"to": state}
+        if context is not None:
+            body["context"] = context
+        path = f"/tokens/{segment(token)}/move"
+        return self._object("POST", path, body=self.by(body, reason))
+
+    def why(self, token: str) -> dict[str, Any]:
+        """Why the token is not moving: `{"token", "findings": [{"code", "sentence", "since"?}]}`."""
+        return self._object("GET", f"/tokens/{segment(token)}/why")
+
+    def by(self, body: dict[str, Any], reason: str | None) -> dict[str, Any]:
+        """`body` with `by` (spec 80 §1) when an actor or a reason is set (`via: "client"`)."""
+        if self.actor is None and reason is None:
+            return body
+        by: dict[str, Any] = {"actor": self.actor or default_actor()}
+        if reason:
+            by["reason"] = reason
+        by["via"] = "client"
+        return {**body, "by": by}
+
+    # ------------------------------------------------------------ bulk jobs and the audit
+
+    def bulk(
+        self,
+        action: str,
+        filter: dict[str, Any] | None = None,
+        *,
+        event: str | None = None,
+        payload: dict[str, Any] | None = None,
+        dry_run: bool = False,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """Act on every top token that matches `filter` (spec 80 §2): a dry run answers
+        `{"matched", "tokens"}`; otherwise a job starts and the answer is `{"job", "matched"}`."""
+        body: dict[str, Any] = {"action": action, "filter": filter or {}}
+        if event is not None:
+            body["event"] = event
+        if payload is not None:
+            body["payload"] = payload
+        if dry_run:
+            body["dry_run"] = True
+        return self._object("POST", "/bulk", body=self.by(body, reason))
+
+    def bulk_job(self, job: int) -> dict[str, Any]:
+        """A bulk job and its progress: `matched`, `done`, `skipped` by code, `status`."""
+        return self._object("GET", f"/bulk/{segment(job)}")
+
+    def bulk_jobs(self, *, limit: int | None = None) -> list[Any]:
+        """Bulk jobs, newest first."""
+        params = {} if limit is None else {"limit": str(limit)}
+        return self._list("GET", "/bulk", params=params)
+
+    def stop_bulk(self, job: int) -> dict[str, Any]:
+        """Stop a running bulk job; what is done stays done."""
+        return self._object("POST", f"/bulk/{segment(job)}/stop", body={})
+
+    def audit(
+        self,
+        *,
+        actor: str | None = None,
+        token: str | None = None,
+        since: str | None = None,
+        limit: int | None = None,
+    ) -> list[Any]:
+        """Operators' acts newest first: `{token, seq, at, kind, actor, via, reason, bulk}`."""
+        given = {"actor": actor, "token": token, "since": since, "limit": limit}
+        params = {name: str(value) for name, value in given.items() if value is not None}
+        return self._list("GET", "/audit", params=params)
 
     # ------------------------------------------------------------ tasks and the graph
 
@@ -188,6 +301,18 @@ class Client:
                 f"the control plane at {self.url} answered {response.status_code} with "
                 "something that is not JSON; check the URL"
             ) from None
+
+
+def default_actor() -> str:
+    """`$STATEOUS_ACTOR`, else the login name and host: `alice@build-box-1` (spec 80 §1)."""
+    given = os.environ.get("STATEOUS_ACTOR", "").strip()
+    if given:
+        return given[:64]
+    try:
+        login = getpass.getuser()
+    except (KeyError, OSError):
+        login = "someone"
+    return f"{login}@{socket.gethostname()}"[:64]
 
 
 def _header_value(key: str) -> bytes:

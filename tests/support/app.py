@@ -33,11 +33,17 @@ class RunningApi:
 
 @contextmanager
 def running_api(
-    db_url: str, doc: dict[str, Any], clock: Clock | None = None, *, busy: float = 30.0
+    db_url: str,
+    doc: dict[str, Any],
+    clock: Clock | None = None,
+    *,
+    busy: float = 30.0,
+    auth_names: dict[str, str | None] | None = None,
 ) -> Iterator[RunningApi]:
     """Migrate the database, serve the app on 127.0.0.1:<free port>, stop it at the end.
 
-    `busy` shortens the database's wait for a lock (SQLite busy timeout, Postgres lock_timeout).
+    `busy` shortens the database's wait for a lock (SQLite busy timeout, Postgres lock_timeout);
+    `auth_names` turns authentication on with these tokens and names (spec 70 §5, 80 §1).
     """
     store = Store(make_engine(db_url, busy_timeout=busy, lock_timeout=busy))
     with store.begin() as conn:
@@ -45,7 +51,7 @@ def running_api(
     plane = Plane(store, EngineConfig(load_graph(graph_text(doc))), clock or SystemClock())
     port = free_port()
     config = uvicorn.Config(
-        create_app(plane),
+        create_app(plane, auth_names=auth_names),
         host="127.0.0.1",
         port=port,
         log_config=None,
