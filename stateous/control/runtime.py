@@ -16,6 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from stateous.control.api.app import create_app
 from stateous.control.api.protocol import protocol_class
+from stateous.control.bulk_runner import BulkRunner
 from stateous.control.clock import Clock, SystemClock
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import StoreError
@@ -161,12 +162,15 @@ class ControlPlane:
     async def serve(self, sock: Any, extra: Extra | None) -> int:
         """Run until a stop; answer the exit code."""
         clock_task = asyncio.create_task(self.clock())
+        # The holder applies bulk jobs beside the clock (spec 80 §2).
+        bulk_task = asyncio.create_task(BulkRunner(self.plane).run(self.stop_event))
         serve_task = asyncio.create_task(self.server.serve(sockets=[sock]))
         extra_code: int | None = None
         extra_task = asyncio.create_task(self._extra(extra)) if extra is not None else None
         await serve_task
         self.stop_event.set()
         await clock_task
+        await bulk_task
         if extra_task is not None:
             extra_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
