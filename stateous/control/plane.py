@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from anyio import to_thread
 from sqlalchemy import Connection
 
 from stateous.control.clock import Clock, SystemClock
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import NotServing
 from stateous.control.metrics import Metrics
-from stateous.control.store.db import Store
+from stateous.control.store.db import READ_CALLS, Store
+from stateous.control.store.group import GROUP_MOST, Op
 from stateous.control.wakeups import Wakeups
 
 T = TypeVar("T")
@@ -40,11 +43,62 @@ class Plane:
             raise NotServing()
 
     def run(self, call: str, work: Callable[[Connection], T]) -> T:
-        """Run `work` in one transaction (a deadlock reruns it once); `not_serving` after a takeover."""
-        if not self.serving:
-            raise NotServing()
+        """Run `work` as one operation (spec 75 §4: in a shared transaction with whatever arrives
+        at the same time); answers after the commit; `not_serving` after a takeover."""
+        self.check_serving()
         result = self.store.run(call, work)
-        # After the commit: wake long-poll claims (spec 70 §2) and count the clock's work.
+        self.after_commit(call, result)
+        return result
+
+    def run_many(self, ops: Sequence[tuple[str, Callable[[Connection], Any]]]) -> list[Any]:
+        """Run several operations queued together, in order, each its own operation (a batch
+        route's messages): each answer is the work's result or the exception that refused it."""
+        self.check_serving()
+        answers: list[Any] = []
+        for part in parts(ops):
+            queued = [Op(call, work) for call, work in part]
+            self.store.submit(queued)
+            answers.extend(self._outcome(op, op.future.exception()) for op in queued)
+        return answers
+
+    async def run_async(self, call: str, work: Callable[[Connection], T]) -> T:
+        """`run` for the event loop: a write waits for its commit without a worker thread."""
+        self.check_serving()
+        if call in READ_CALLS:
+            return await to_thread.run_sync(self.run, call, work)
+        op = Op(call, work)
+        self.store.submit([op])
+        result: T = await asyncio.wrap_future(op.future)
+        self.after_commit(call, result)
+        return result
+
+    async def run_many_async(
+        self, ops: Sequence[tuple[str, Callable[[Connection], Any]]]
+    ) -> list[Any]:
+        """`run_many` for the event loop."""
+        self.check_serving()
+        answers: list[Any] = []
+        for part in parts(ops):
+            queued = [Op(call, work) for call, work in part]
+            self.store.submit(queued)
+            await asyncio.wait([asyncio.wrap_future(op.future) for op in queued])
+            answers.extend(self._outcome(op, op.future.exception()) for op in queued)
+        return answers
+
+    def _outcome(self, op: Op, failure: BaseException | None) -> Any:
+        if failure is not None:
+            return failure
+        result = op.future.result()
+        self.after_commit(op.call, result)
+        return result
+
+    def after_commit(self, call: str, result: object) -> None:
+        """After the commit: wake long-poll claims (spec 70 §2) and count the clock's work."""
         self.wakeups.after_commit(call)
         self.metrics.after_commit(call, result)
-        return result
+
+
+def parts[X](ops: Sequence[X]) -> list[Sequence[X]]:
+    """A batch in parts of at most `GROUP_MOST` operations, each queued after the one before
+    committed: a shared transaction stays short, and the batch's order holds across lanes."""
+    return [ops[i : i + GROUP_MOST] for i in range(0, len(ops), GROUP_MOST)]

@@ -14,6 +14,7 @@ from sqlalchemy import Connection
 from stateous.control.api import bodies
 from stateous.control.errors import Refusal
 from stateous.control.plane import Plane
+from stateous.control.store.db import READ_CALLS
 
 
 def answer(value: Any, status: int = 200) -> Response[bytes]:
@@ -34,11 +35,13 @@ def plane_of(request: Request[Any, Any, Any]) -> Plane:
 
 
 async def run[T](request: Request[Any, Any, Any], call: str, work: Callable[[Connection], T]) -> T:
-    """Run one engine call in its own transaction, off the event loop."""
-    # A supervisor claims one task at a time (spec 40 §4.3): a claim queued behind the reports
-    # would hold up every supervisor's next routine, so claims have their own turns.
-    limiter: CapacityLimiter = request.app.state.limiters[call == "claim"]
-    return await to_thread.run_sync(plane_of(request).run, call, work, limiter=limiter)
+    """Run one engine call off the event loop: a write in a shared transaction (spec 75 §4),
+    awaited without a worker thread; a read in a worker thread, beside the writes."""
+    plane = plane_of(request)
+    if call not in READ_CALLS:
+        return await plane.run_async(call, work)
+    limiter: CapacityLimiter = request.app.state.limiters[False]
+    return await to_thread.run_sync(plane.run, call, work, limiter=limiter)
 
 
 async def read_body(request: Request[Any, Any, Any]) -> dict[str, Any]:

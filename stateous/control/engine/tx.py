@@ -13,6 +13,7 @@ from stateous.control.clock import Clock
 from stateous.control.store import audit
 from stateous.control.store import queries as q
 from stateous.control.store.db import family_key
+from stateous.control.store.group import group_time
 from stateous.model.graph import Graph, WorkflowBody
 from stateous.model.validation import ModelValidator, validator_for
 
@@ -54,7 +55,8 @@ class Tx:
     @classmethod
     def open(cls, conn: Connection, clock: Clock, config: EngineConfig) -> Tx:
         """Begin the engine's view of the caller's transaction."""
-        return cls(conn=conn, now=clock.now(), config=config)
+        # In a shared transaction, never before the `at` of the operation before (spec 75 §4).
+        return cls(conn=conn, now=group_time(clock.now()), config=config)
 
     @property
     def locks(self) -> bool:

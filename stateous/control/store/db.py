@@ -5,17 +5,27 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, RootTransaction, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.pool import StaticPool
 
 from stateous.control.errors import DatabaseBusy, RecordedRefusal
+from stateous.control.store.group import (
+    RETRY_STATES,
+    Lanes,
+    Op,
+    Outcome,
+    busy,
+    is_retry,
+    run_shared,
+    sqlstate,
+)
 
 log = logging.getLogger("stateous.store")
 
@@ -26,8 +36,17 @@ T = TypeVar("T")
 ENGINE_CALLS = 16
 CLAIM_CALLS = 4
 
-# SQLSTATEs of a deadlock and a serialization failure: the request is run once more.
-RETRY_STATES = frozenset({"40P01", "40001"})
+#: The execution option of a connection that only reads (SQLite: a deferred BEGIN).
+READ = "stateous_read"
+
+#: Engine calls that only read: they run beside the shared transactions, never in them.
+#: (`memory` names both the read and the write of task memory, so it runs with the writes.)
+READ_CALLS = frozenset(
+    {"list", "token", "history", "tasks", "token tasks", "timers", "stats", "metrics"}
+)
+
+#: Postgres lanes: shared transactions committing at once (SQLite has one writer: one lane).
+POSTGRES_LANES = 8
 
 
 def postgres_connect_args(
@@ -108,19 +127,17 @@ def _sqlite_engine(url: str, database: str | None, busy_timeout: float) -> Engin
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        # A read takes no write lock: in WAL it reads a snapshot beside the one writer.
+        conn.exec_driver_sql(
+            "BEGIN" if conn.get_execution_options().get(READ) else "BEGIN IMMEDIATE"
+        )
 
     return engine
 
 
-def _sqlstate(exc: DBAPIError) -> str | None:
-    orig = exc.orig
-    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
-    return state if isinstance(state, str) else None
-
-
 class Store:
-    """One database: transactions with the retry and busy rules of spec 20 §3.6-3.7."""
+    """One database: transactions with the retry and busy rules of spec 20 §3.6-3.7, and the
+    shared transactions of spec 75 §4 for the API's operations."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -128,46 +145,76 @@ class Store:
         # Within one process, SQLite transactions take turns (spec 20 §3.5): a lock is cheaper
         # than letting the driver's busy timeout poll.
         self._turn = threading.Lock() if self.sqlite else None
+        # One connection shared by every thread (an in-memory database): reads take turns too.
+        self._shared = isinstance(engine.pool, StaticPool)
+        self.lanes = Lanes(self, 1 if self.sqlite else POSTGRES_LANES)
 
     @contextmanager
-    def begin(self) -> Iterator[Connection]:
-        """One transaction. A RecordedRefusal commits first; a database failure is DatabaseBusy."""
-        with self._take_turn():
+    def begin(self, *, read: bool = False) -> Iterator[Connection]:
+        """One transaction. A RecordedRefusal commits first; a database failure is DatabaseBusy.
+
+        `read`: a transaction that only reads (SQLite: no write lock, no turn).
+        """
+        with self._take_turn(read):
             try:
                 with self.engine.connect() as conn:
+                    if read:
+                        conn.execution_options(**{READ: True})
                     trans = conn.begin()
                     try:
                         yield conn
                     except RecordedRefusal:
-                        trans.commit()
+                        _commit(conn, trans)
                         raise
                     except BaseException:
                         trans.rollback()
                         raise
-                    trans.commit()
+                    _commit(conn, trans)
             except OperationalError as exc:
-                if _sqlstate(exc) in RETRY_STATES:
+                if sqlstate(exc) in RETRY_STATES:
                     raise
                 raise DatabaseBusy() from exc
             except PoolTimeout as exc:  # every pooled connection stayed in use for 30 s
                 raise DatabaseBusy() from exc
 
     @contextmanager
-    def _take_turn(self) -> Iterator[None]:
-        if self._turn is None:
+    def _take_turn(self, read: bool = False) -> Iterator[None]:
+        if self._turn is None or (read and not self._shared):
             yield
             return
         with self._turn:
             yield
 
     def run(self, call: str, work: Callable[[Connection], T]) -> T:
-        """Run `work` in one transaction; a deadlock reruns it once (spec 30 §1.1)."""
+        """Run `work` as one operation: a read in its own transaction, a write in a shared one
+        (spec 75 §4); answers after the commit, raises what refused it."""
+        if call in READ_CALLS:
+            return self.read(work)
+        op = Op(call, work)
+        self.lanes.submit([op])
+        result: T = op.future.result()
+        return result
+
+    def submit(self, ops: Sequence[Op]) -> None:
+        """Queue operations for the shared transactions; each future is set after its commit."""
+        self.lanes.submit(ops)
+
+    def read(self, work: Callable[[Connection], T]) -> T:
+        """Run `work` in a transaction that only reads."""
+        try:
+            with self.begin(read=True) as conn:
+                return work(conn)
+        except (OperationalError, InterfaceError) as exc:
+            raise DatabaseBusy() from exc
+
+    def run_alone(self, call: str, work: Callable[[Connection], T]) -> T:
+        """Run `work` in a transaction of its own; a deadlock reruns it once (spec 30 §1.1)."""
         for attempt in (1, 2):
             try:
                 with self.begin() as conn:
                     return work(conn)
             except DBAPIError as exc:
-                if _sqlstate(exc) not in RETRY_STATES:
+                if sqlstate(exc) not in RETRY_STATES:
                     if isinstance(exc, OperationalError | InterfaceError):
                         raise DatabaseBusy() from exc
                     raise
@@ -175,6 +222,41 @@ class Store:
                     raise DatabaseBusy() from exc
                 log.warning("the database stopped %s for a deadlock; trying once more", call)
         raise AssertionError("unreachable")
+
+    def run_group(self, group: Sequence[Op]) -> list[Outcome]:
+        """Run queued operations in one shared transaction and commit it once.
+
+        An operation alone runs in a transaction of its own (no savepoint to pay for). A
+        failed commit fails them all (`database_busy`); a deadlock reruns them one by one.
+        """
+        if len(group) == 1:
+            return [self._alone(group[0])]
+        try:
+            with self._take_turn(), self.engine.connect() as conn:
+                trans = conn.begin()
+                try:
+                    outcomes = run_shared(conn, group)
+                except DBAPIError as exc:
+                    trans.rollback()
+                    if not is_retry(exc):
+                        return [(False, busy(exc)) for _ in group]
+                    outcomes = []
+                else:
+                    _commit(conn, trans)
+        except DatabaseBusy as exc:  # the commit failed: nothing applied
+            return [(False, busy(exc.__cause__ or exc)) for _ in group]
+        except (DBAPIError, PoolTimeout) as exc:  # BEGIN or COMMIT failed: nothing applied
+            return [(False, busy(exc)) for _ in group]
+        if outcomes:
+            return outcomes
+        log.warning("the database stopped a shared transaction for a deadlock; one by one now")
+        return [self._alone(op) for op in group]
+
+    def _alone(self, op: Op) -> Outcome:
+        try:
+            return (True, self.run_alone(op.call, op.work))
+        except Exception as exc:  # the operation's own outcome
+            return (False, exc)
 
     def lock_family(self, conn: Connection, top: str) -> None:
         """Take the family lock of a top token (Postgres); SQLite has one writer already."""
@@ -187,6 +269,20 @@ class Store:
             return True
         got = conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": family_key(top)})
         return bool(got.scalar())
+
+
+def _commit(conn: Connection, trans: RootTransaction) -> None:
+    """Commit; a commit the database refuses (a deferred check, a lost disk) is `database_busy`:
+    nothing of the transaction was applied."""
+    try:
+        trans.commit()
+    except DBAPIError as exc:
+        # SQLite leaves the transaction open after a refused COMMIT and the pool's reset does
+        # not end it: the connection is dropped, which rolls it back.
+        conn.invalidate()
+        if sqlstate(exc) in RETRY_STATES:
+            raise
+        raise DatabaseBusy() from exc
 
 
 def family_key(top: str) -> int:

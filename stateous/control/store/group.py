@@ -1,0 +1,196 @@
+"""Shared commits (spec 75 §4): operations that arrive together share one transaction.
+
+Operations are queued; a lane (a thread holding one connection at a time) takes everything
+queued when it is free, runs each operation in its own savepoint, in the order taken, and
+commits once. What arrives meanwhile forms the next group, so an operation alone never waits
+for company. No operation learns its outcome before the shared commit: every future is set
+after it. A failed commit fails every operation of the group with `503 database_busy`.
+
+SQLite has one lane (one writer at a time); Postgres has a few, each its own transaction, and
+reruns the operations of a group one by one when the database stopped it for a deadlock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+from stateous.control.errors import DatabaseBusy, RecordedRefusal
+
+if TYPE_CHECKING:
+    from stateous.control.store.db import Store
+
+log = logging.getLogger("stateous.store")
+
+#: SQLSTATEs of a deadlock and a serialization failure: the operations are run once more.
+RETRY_STATES = frozenset({"40P01", "40001"})
+
+#: The most operations one shared transaction takes (a few milliseconds of work at most).
+GROUP_MOST = 32
+
+#: A lane with nothing to do for this long ends its thread (a new one starts on demand).
+IDLE_SECONDS = 2.0
+
+
+@dataclass
+class Op:
+    """One queued operation: the engine call, its work and the future of its outcome."""
+
+    call: str
+    work: Callable[[Connection], Any]
+    future: Future[Any] = field(default_factory=Future)
+
+
+class _Group(threading.local):
+    """Whether this thread runs a group now, and the last `at` taken in it."""
+
+    active: bool = False
+    floor: datetime | None = None
+
+
+_group = _Group()
+
+
+def group_time(now: datetime) -> datetime:
+    """The `at` of an operation beginning now: never before the previous one of its group.
+
+    Operations of one shared transaction run one after another in their lane, so their `at`s
+    never decrease in commit order, even if the computer's clock steps back meanwhile.
+    """
+    if not _group.active:
+        return now
+    floor = _group.floor
+    if floor is not None and now < floor:
+        return floor
+    _group.floor = now
+    return now
+
+
+class Lanes:
+    """The queue of operations and the threads that commit them in groups."""
+
+    def __init__(self, store: Store, lanes: int, most: int = GROUP_MOST) -> None:
+        self._store = store
+        self._lanes = lanes
+        self._most = most
+        self._cond = threading.Condition(threading.Lock())
+        self._queue: deque[list[Op]] = deque()
+        self._alive = 0
+        self._idle = 0
+
+    def submit(self, ops: Sequence[Op]) -> None:
+        """Queue operations together: they join one group, in this order, when a lane is free.
+
+        A submission is never split between groups (two lanes could run its parts at once and
+        out of order); callers submit at most `GROUP_MOST` at a time.
+        """
+        with self._cond:
+            self._queue.append(list(ops))
+            if self._idle > 0:
+                self._cond.notify()
+            elif self._alive < self._lanes:
+                self._alive += 1
+                threading.Thread(target=self._lane, name="stateous-commit", daemon=True).start()
+
+    def _lane(self) -> None:
+        while (group := self._take()) is not None:
+            self._run(group)
+
+    def _take(self) -> list[Op] | None:
+        """Everything queued (up to the group's limit); None when idle for long: the lane ends."""
+        with self._cond:
+            while not self._queue:
+                self._idle += 1
+                try:
+                    woken = self._cond.wait(IDLE_SECONDS)
+                finally:
+                    self._idle -= 1
+                if not woken and not self._queue:
+                    self._alive -= 1
+                    return None
+            group = self._queue.popleft()
+            while self._queue and len(group) + len(self._queue[0]) <= self._most:
+                group.extend(self._queue.popleft())
+            return group
+
+    def _run(self, group: list[Op]) -> None:
+        try:
+            outcomes = self._store.run_group(group)
+        except BaseException as exc:  # every waiting operation must hear of it
+            log.exception("a shared transaction failed unexpectedly")
+            outcomes = [_failure(exc) for _ in group]
+        for op, (ok, value) in zip(group, outcomes, strict=True):
+            if ok:
+                op.future.set_result(value)
+            else:
+                op.future.set_exception(value)
+
+
+Outcome = tuple[bool, Any]
+
+
+def _failure(exc: BaseException) -> Outcome:
+    return (False, exc)
+
+
+def run_shared(conn: Connection, group: Sequence[Op]) -> list[Outcome]:
+    """Run a group's operations in the open transaction of `conn`, each in its own savepoint.
+
+    Raises the DBAPIError of an operation whose savepoint cannot be rolled back (the
+    transaction is lost) or which the database stopped for a deadlock (the group is rerun).
+    """
+    outcomes: list[Outcome] = []
+    _group.active, _group.floor = True, None
+    try:
+        for op in group:
+            outcomes.append(_run_in_savepoint(conn, op))
+    finally:
+        _group.active, _group.floor = False, None
+    return outcomes
+
+
+def _run_in_savepoint(conn: Connection, op: Op) -> Outcome:
+    savepoint = conn.begin_nested()
+    try:
+        value = op.work(conn)
+    except RecordedRefusal as exc:  # its rows are kept, then it is refused (spec 30 §1.1)
+        savepoint.commit()
+        return (False, exc)
+    except DBAPIError as exc:
+        if is_retry(exc):
+            raise
+        savepoint.rollback()
+        return (False, busy(exc) if isinstance(exc, OperationalError | InterfaceError) else exc)
+    except Exception as exc:  # a refusal (or a bug) of this operation alone
+        savepoint.rollback()
+        return (False, exc)
+    savepoint.commit()
+    return (True, value)
+
+
+def sqlstate(exc: DBAPIError) -> str | None:
+    """The SQLSTATE of a database error (None when the driver has none)."""
+    orig = exc.orig
+    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    return state if isinstance(state, str) else None
+
+
+def is_retry(exc: DBAPIError) -> bool:
+    """Whether the database stopped the transaction for a deadlock or a serialization failure."""
+    return sqlstate(exc) in RETRY_STATES
+
+
+def busy(exc: BaseException) -> DatabaseBusy:
+    """`503 database_busy` caused by `exc`."""
+    failure = DatabaseBusy()
+    failure.__cause__ = exc
+    return failure

@@ -1,0 +1,193 @@
+"""Shared commits (spec 75 §4) on a real store: operations queued together share one transaction,
+each in its own savepoint, with its own `at`; a refused one rolls back alone; a failed commit
+fails them all with `503 database_busy` and applies none."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, event, text
+
+from stateous.control.clock import FakeClock
+from stateous.control.engine.claim import claim
+from stateous.control.engine.report import Outcome, report
+from stateous.control.engine.start import Started, start
+from stateous.control.engine.tx import EngineConfig
+from stateous.control.errors import DatabaseBusy, RecordedRefusal, Refusal
+from stateous.control.plane import Plane
+from stateous.control.store.db import Store
+from tests.support.rows import ledger_rows
+
+T1 = datetime(2026, 10, 16, 20, 48, 44, 845389)
+T0 = datetime(2026, 10, 16, 20, 48, 40)
+BOX = "build-box-1"
+START_KINDS = ["started", "event_accepted", "entered", "task_queued"]
+
+
+def starting(plane: Plane, token: str, context: Any) -> tuple[str, Any]:
+    """A start operation as a batch route queues it."""
+    return ("start", lambda conn: start(conn, plane.clock, plane.config, token, context))
+
+
+def tokens(store: Store) -> list[str]:
+    with store.begin() as conn:
+        return [r[0] for r in conn.execute(text("SELECT token FROM tokens ORDER BY token"))]
+
+
+def test_a_refused_operation_rolls_back_alone(
+    store: Store, clock: FakeClock, orders: EngineConfig
+) -> None:
+    clock.set(T1)
+    plane = Plane.of(store, orders, clock)
+
+    def start_then_refuse(conn: Connection) -> None:
+        start(conn, clock, orders, "HALF", {"title": "written, then refused"})
+        raise Refusal("invalid_context", "refused after a write", 422)
+
+    answers = plane.run_many(
+        [
+            starting(plane, "ORDER-1", {"title": "first"}),
+            ("start", start_then_refuse),
+            starting(plane, "ORDER-2", {"wrong": 1}),
+            starting(plane, "ORDER-3", {"title": "third"}),
+        ]
+    )
+    assert [type(a).__name__ for a in answers] == ["Started", "Refusal", "Refusal", "Started"]
+    assert isinstance(answers[0], Started) and answers[0].created
+    assert answers[1].code == "invalid_context" and answers[2].code == "invalid_context"
+    assert tokens(store) == ["ORDER-1", "ORDER-3"]
+    with store.begin() as conn:
+        assert [r[2] for r in ledger_rows(conn, "ORDER-1")] == START_KINDS
+        assert ledger_rows(conn, "HALF") == []
+
+
+def test_a_recorded_refusal_keeps_its_rows_among_others(
+    store: Store, clock: FakeClock, orders: EngineConfig
+) -> None:
+    clock.set(T1)
+    plane = Plane.of(store, orders, clock)
+    plane.run("start", lambda conn: start(conn, clock, orders, "ORDER-1", {"title": "first"}))
+    plane.run("claim", lambda conn: claim(conn, clock, orders, BOX, ["draft"], "a" * 32))
+    plane.run(
+        "report",
+        lambda conn: report(conn, clock, orders, 1, Outcome("event", "submitted", attempt=1)),
+    )
+    plane.run("claim", lambda conn: claim(conn, clock, orders, BOX, ["review"], "b" * 32))
+    bad = Outcome("event", "submitted", attempt=1)  # `review` may not emit it
+    answers = plane.run_many(
+        [
+            ("report", lambda conn: report(conn, clock, orders, 2, bad)),
+            starting(plane, "ORDER-2", {"title": "second"}),
+        ]
+    )
+    assert isinstance(answers[0], RecordedRefusal)
+    assert isinstance(answers[1], Started) and answers[1].created
+    with store.begin() as conn:
+        kinds = [r[2] for r in ledger_rows(conn, "ORDER-1")]
+    assert kinds[-1] == "event_rejected"
+    assert tokens(store) == ["ORDER-1", "ORDER-2"]
+
+
+def test_a_failed_commit_fails_every_operation_and_applies_none(
+    store: Store, clock: FakeClock, orders: EngineConfig
+) -> None:
+    """A deferred foreign key is checked at COMMIT: the shared commit itself fails."""
+    if store.sqlite:
+        # SQLite checks foreign keys only when asked, per connection.
+        @event.listens_for(store.engine, "connect")
+        def _keys(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.execute("PRAGMA foreign_keys = ON")
+
+        store.engine.dispose()
+    with store.begin() as conn:
+        conn.execute(text("CREATE TABLE parent_row (id INTEGER PRIMARY KEY)"))
+        conn.execute(
+            text(
+                "CREATE TABLE child_row (id INTEGER PRIMARY KEY, parent INTEGER "
+                "REFERENCES parent_row (id) DEFERRABLE INITIALLY DEFERRED)"
+            )
+        )
+    clock.set(T1)
+    plane = Plane.of(store, orders, clock)
+
+    def orphan(conn: Connection) -> str:
+        conn.execute(text("INSERT INTO child_row (id, parent) VALUES (1, 99)"))
+        return "written"
+
+    answers = plane.run_many(
+        [
+            starting(plane, "ORDER-1", {"title": "first"}),
+            ("note", orphan),
+            starting(plane, "ORDER-2", {"title": "second"}),
+        ]
+    )
+    assert [type(a) for a in answers] == [DatabaseBusy, DatabaseBusy, DatabaseBusy]
+    assert [(a.code, a.status) for a in answers] == [("database_busy", 503)] * 3
+    assert tokens(store) == []
+    with store.begin() as conn:
+        assert conn.execute(text("SELECT count(*) FROM child_row")).scalar() == 0
+        assert conn.execute(text("SELECT count(*) FROM ledger")).scalar() == 0
+    # The lane goes on: the next operations commit.
+    assert isinstance(plane.run_many([starting(plane, "ORDER-3", {"title": "3"})])[0], Started)
+    assert tokens(store) == ["ORDER-3"]
+
+
+def test_operations_apply_in_order_and_their_at_never_decreases(
+    store: Store, clock: FakeClock, orders: EngineConfig
+) -> None:
+    clock.set(T1)
+    plane = Plane.of(store, orders, clock)
+
+    def step_back(conn: Connection) -> None:
+        clock.set(T0)  # the computer's clock steps back between two operations of one group
+
+    answers = plane.run_many(
+        [
+            starting(plane, "B-first", {"title": "1"}),
+            ("note", step_back),
+            starting(plane, "A-second", {"title": "2"}),
+            starting(plane, "B-first", {"title": "again"}),
+        ]
+    )
+    assert [getattr(a, "created", None) for a in answers] == [True, None, True, False]
+    physical = "rowid" if store.sqlite else "ctid"  # the order the rows were written in
+    with store.begin() as conn:
+        rows = conn.execute(
+            text(f"SELECT token, seq, at, kind FROM ledger ORDER BY {physical}")
+        ).fetchall()
+    assert [(r.token, r.seq, r.kind) for r in rows] == [
+        *[("B-first", seq, kind) for seq, kind in enumerate(START_KINDS, 1)],
+        *[("A-second", seq, kind) for seq, kind in enumerate(START_KINDS, 1)],
+    ]
+    stamps = [r.at if isinstance(r.at, datetime) else datetime.fromisoformat(r.at) for r in rows]
+    assert stamps == [T1] * 8  # the step back never shows in commit order
+
+
+def test_operations_from_many_threads_all_commit(
+    store: Store, clock: FakeClock, orders: EngineConfig
+) -> None:
+    clock.set(T1)
+    plane = Plane.of(store, orders, clock)
+    failures: list[BaseException] = []
+
+    def one(name: str) -> Started:
+        return plane.run("start", lambda conn: start(conn, clock, orders, name, {"title": name}))
+
+    def starter(n: int) -> None:
+        try:
+            for i in range(10):
+                one(f"T-{n}-{i}")
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=starter, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert len(tokens(store)) == 80
+    with store.begin() as conn:
+        assert conn.execute(text("SELECT count(*) FROM ledger")).scalar() == 80 * len(START_KINDS)
