@@ -168,6 +168,15 @@ class ControlPlane:
         """`GET /stats`: counts by status and by state."""
         return dict(await self.get("/stats"))
 
+    # Reads of spec 80 §5-6.
+    async def supervisors(self) -> list[dict[str, Any]]:
+        """`GET /supervisors`: each supervisor seen lately with its status."""
+        return list(await self.get("/supervisors"))
+
+    async def inbox(self, *, limit: int = 1000) -> list[dict[str, Any]]:
+        """`GET /inbox`: the waiting tasks of live tokens, the longest waiting first."""
+        return list(await self.get("/inbox", limit=limit))
+
     # Steering.
     async def start(self, token: str, context: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
         """`POST /tokens`; answer (created, token)."""

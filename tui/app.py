@@ -17,6 +17,7 @@ from textual.screen import Screen
 from tui.api import ControlPlane, Refused, Unreachable
 from tui.console import Console
 from tui.screens.help import HelpScreen
+from tui.screens.inbox import InboxScreen
 from tui.screens.leases import LeasesScreen
 from tui.screens.outboxes import OutboxesScreen
 from tui.screens.token import TokenScreen
@@ -42,11 +43,13 @@ class ConsoleApp(App[None]):
         "tokens": TokensScreen,
         "leases": LeasesScreen,
         "outboxes": OutboxesScreen,
+        "inbox": InboxScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("t", "show('tokens')", "Tokens"),
         Binding("l", "show('leases')", "Leases"),
         Binding("o", "show('outboxes')", "Outboxes"),
+        Binding("i", "show('inbox')", "Inbox"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
     ]
@@ -57,6 +60,8 @@ class ConsoleApp(App[None]):
     """The graph document of `GET /workflow`, fetched again when the checksum changes."""
     stats: var[dict[str, Any] | None] = var(None, always_update=True)
     """The last answer of `GET /stats`."""
+    inbox: var[list[dict[str, Any]] | None] = var(None, always_update=True)
+    """The last answer of `GET /inbox` (spec 80 §6); None when the plane has none."""
     unreachable: var[str | None] = var(None)
     """Why the control plane cannot be reached now; None while it answers."""
 
@@ -127,6 +132,8 @@ class ConsoleApp(App[None]):
         stats = await self.call(self.plane.stats(), quiet=True)
         if stats is not None:
             self.stats = stats
+        # A control plane older than spec 80 refuses it (404): no inbox is shown then.
+        self.inbox = await self.call(self.plane.inbox(), quiet=True)
 
     async def call(self, request: Awaitable[T], *, quiet: bool = False) -> T | None:
         """Await one request: None when it failed; an unreachable plane shows the banner.
@@ -195,6 +202,9 @@ class ConsoleApp(App[None]):
             "Supervisors and outboxes",
             "Show the outboxes (o)",
             lambda: self.action_show("outboxes"),
+        )
+        yield SystemCommand(
+            "Inbox", "The tokens waiting for a person (i)", lambda: self.action_show("inbox")
         )
         yield SystemCommand("Help", "The keys of this screen (?)", self.action_help)
         commands = getattr(screen, "palette_commands", None)

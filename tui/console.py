@@ -39,6 +39,10 @@ class Console(Protocol):
         """The last answer of `GET /stats`."""
 
     @property
+    def inbox(self) -> list[dict[str, Any]] | None:
+        """The last answer of `GET /inbox`; None when the control plane has no inbox."""
+
+    @property
     def unreachable(self) -> str | None:
         """Why the control plane cannot be reached now; None while it answers."""
 

@@ -1,8 +1,10 @@
-"""`o`: each supervisor folder's status, running grants and outbox, read-only (§2.4)."""
+"""`o`: the supervisors the control plane knows (spec 80 §5), then each supervisor folder's
+status, running grants and outbox, read-only (spec 60 §2.4)."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -17,6 +19,15 @@ from tui.widgets import Banner, StatusBar
 from tui.widgets.polling import PollingScreen
 from tui.widgets.tables import add_columns, fill
 
+REGISTRY = (
+    ("supervisor", "name"),
+    ("host", "host"),
+    ("status", "status"),
+    ("seen", "seen"),
+    ("states", "states"),
+    ("slots", "slots"),
+)
+REGISTRY_STYLES = {"live": "green", "stale": "bold yellow", "gone": "dim"}
 FOLDERS = (
     ("supervisor", "name"),
     ("runs", "runs"),
@@ -55,6 +66,29 @@ def no_folders_hint(last_used: tuple[str, ...]) -> str:
     return hint
 
 
+def registry_row(entry: dict[str, Any], now: datetime) -> list[Text]:
+    """One supervisor of `GET /supervisors`: name, host, status, last seen, states, slots used."""
+    status = str(entry.get("status"))
+    running = entry.get("running")
+    used = len(running) if isinstance(running, list) else 0
+    states = entry.get("states")
+    return [
+        Text(str(entry.get("supervisor")), style="bold"),
+        Text(str(entry.get("host"))),
+        Text(status, style=REGISTRY_STYLES.get(status, "")),
+        Text(since(entry.get("seen_at"), now) + " ago", justify="right"),
+        Text(", ".join(str(s) for s in states) if isinstance(states, list) else "?", style="cyan"),
+        Text(f"{used}/{entry.get('slots')}", justify="right"),
+    ]
+
+
+def folder_url(view: SupervisorView) -> str | None:
+    """The URL the supervisor really uses (its `status.json`, e.g. under `stateous demo`) while
+    it runs; else the `url:` of its `stateous.yaml`."""
+    used = view.status.get("url")
+    return used if view.running and isinstance(used, str) and used else view.url
+
+
 def is_stale(created_at: str, now: datetime) -> bool:
     """Whether an outbox message is older than 60 s: the control plane has not taken it."""
     moment = parse_time(created_at)
@@ -62,7 +96,8 @@ def is_stale(created_at: str, now: datetime) -> bool:
 
 
 class OutboxesScreen(PollingScreen):
-    """The supervisors given with `--supervisor`; select one to see its grants and outbox."""
+    """The control plane's supervisors, then the folders given with `--supervisor`; select a
+    folder to see its grants and outbox."""
 
     TITLE = "supervisors and outboxes"
 
@@ -75,6 +110,7 @@ class OutboxesScreen(PollingScreen):
         """Status bar, banner, the folders, then grants and messages of the chosen one."""
         yield StatusBar()
         yield Banner()
+        yield DataTable(id="registry", cursor_type="row")
         if not self.console.supervisors:
             yield Static(no_folders_hint(self.console.settings.supervisors), classes="hint")
         else:
@@ -89,13 +125,46 @@ class OutboxesScreen(PollingScreen):
 
     def on_mount(self) -> None:
         """Columns and the poll timer."""
+        add_columns(self, {"registry": REGISTRY})
+        registry = self.query_one("#registry", DataTable)
+        registry.border_title = "supervisors the control plane sees"
+        registry.styles.height = 4
         if not self.console.supervisors:
+            self.start_polling()
             return
         add_columns(self, {"folders": FOLDERS, "grants": GRANTS, "messages": MESSAGES})
         self.query_one("#folders", DataTable).styles.height = len(self.console.supervisors) + 3
         self.query_one("#grants", DataTable).border_title = "running"
         self.query_one("#messages", DataTable).border_title = "outbox"
         self.start_polling()
+
+    def refresh_now(self) -> None:
+        """Ask the control plane for its supervisors, and read the folders."""
+        self.poll_registry()
+        if self.console.supervisors:
+            self.poll()
+
+    @work(exclusive=True, group="registry")
+    async def poll_registry(self) -> None:
+        """`GET /supervisors` (a control plane older than spec 80 has none: the table says so)."""
+        found = await self.console.call(self.console.plane.supervisors(), quiet=True)
+        try:
+            self.show_registry(found)
+        except NoMatches:
+            return  # the screen closed while the request was in flight
+
+    def show_registry(self, entries: list[dict[str, Any]] | None) -> None:
+        """Fill the registry table, as tall as its rows."""
+        table = self.query_one("#registry", DataTable)
+        rows = [registry_row(e, self.console.now()) for e in entries or []]
+        fill(table, rows, [str(e.get("supervisor")) for e in entries or []])
+        table.styles.height = max(len(rows), 1) + 3
+        if entries is None:
+            table.border_title = "supervisors the control plane sees: none (no registry)"
+        elif not entries:
+            table.border_title = "supervisors the control plane sees: none yet"
+        else:
+            table.border_title = "supervisors the control plane sees"
 
     @work(exclusive=True, group="poll", thread=True)
     def poll(self) -> None:
@@ -133,7 +202,7 @@ class OutboxesScreen(PollingScreen):
             Text(str(view.status.get("pid", "")), justify="right"),
             Text(str(len(view.grants)), justify="right"),
             outbox,
-            Text(view.url or "?", style="dim"),
+            Text(folder_url(view) or "?", style="dim"),
         ]
 
     def _show_details(self, now: datetime) -> None:

@@ -1,10 +1,12 @@
-"""The states panel: each state in graph order with its active, paused and queued counts."""
+"""The states panel: each state in graph order with its active, paused and queued counts, and
+`no supervisor` under a state whose tasks are queued while no live supervisor serves it."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rich.text import Text
+from textual.theme import Theme
 from textual.widgets import DataTable
 
 ALL_STATES = "*"
@@ -19,6 +21,28 @@ def graph_states(graph: dict[str, Any] | None) -> list[str]:
         if isinstance(body, dict):
             names.extend(f"{workflow}/{s}" for s in body.get("states", {}))
     return names
+
+
+def unserved_states(stats: dict[str, Any] | None) -> list[str]:
+    """The states with queued tasks and no live supervisor (spec 80 §5), in `/stats` order.
+
+    A control plane without the registry sends no `supervisors` count: nothing is unserved then.
+    """
+    states = (stats or {}).get("states")
+    if not isinstance(states, dict):
+        return []
+    return [
+        str(name)
+        for name, entry in states.items()
+        if isinstance(entry, dict)
+        and entry.get("supervisors") == 0
+        and int(entry.get("queued", 0) or 0) > 0
+    ]
+
+
+def error_colour(theme: Theme | None) -> str:
+    """The theme's error colour, as a Rich style (red when the theme names none)."""
+    return (theme.error if theme is not None else None) or "red"
 
 
 def _count(value: int) -> Text:
@@ -46,15 +70,16 @@ class StatesPanel(DataTable[Any]):
         self.add_column("pau", key="paused")
         self.add_column("que", key="queued")
 
+    _marked: frozenset[str] = frozenset()
+
     def show(self, graph: dict[str, Any] | None, stats: dict[str, Any] | None) -> None:
-        """Redraw the counts; rows are rebuilt only when the graph's states change."""
+        """Redraw the counts; rows are rebuilt only when the states or the marks change."""
         names = graph_states(graph)
         per_state = (stats or {}).get("states") or {}
+        marked = frozenset(unserved_states(stats))
         keys = [str(row.value) for row in self.rows]
-        if keys != names:
-            self.clear()
-            for name in names:
-                self.add_row(name, *self._counts(per_state.get(name)), key=name)
+        if keys != names or marked != self._marked:
+            self._rebuild(names, per_state, marked)
             return
         for name in names:
             old = self.get_row(name)
@@ -65,6 +90,20 @@ class StatesPanel(DataTable[Any]):
                 # Unchanged counts are left alone: each update redraws the table.
                 if str(old[index]) != cell.plain:
                     self.update_cell(name, column, cell)
+
+    def _rebuild(self, names: list[str], per_state: dict[str, Any], marked: frozenset[str]) -> None:
+        cursor = self.cursor_row
+        self._marked = marked
+        self.clear()
+        error = f"bold {error_colour(self.app.current_theme)}"
+        for name in names:
+            label = Text(name)
+            if name in marked:
+                label.append("\nno supervisor", style=error)
+            counts = self._counts(per_state.get(name))
+            self.add_row(label, *counts, key=name, height=2 if name in marked else 1)
+        if names:
+            self.move_cursor(row=min(cursor, len(names) - 1), animate=False)
 
     @staticmethod
     def _counts(entry: object) -> list[Text]:

@@ -9,6 +9,7 @@ from textual.widgets import Static
 
 from tui.console import Console
 from tui.format import STATUS_STYLES, STATUSES
+from tui.widgets.states import error_colour, unserved_states
 
 
 def short_checksum(checksum: object) -> str:
@@ -34,12 +35,20 @@ class StatusBar(Static):
         self.watch(self.app, "health", self._redraw)
         self.watch(self.app, "stats", self._redraw)
         self.watch(self.app, "unreachable", self._redraw)
+        self.watch(self.app, "inbox", self._redraw)
 
     _shown: Text | None = None
 
     def _redraw(self, _value: object = None) -> None:
         app: Console = self.app  # type: ignore[assignment]  # the console is the only app
-        text = render_status(app.plane.url, app.health, app.stats, app.unreachable)
+        text = render_status(
+            app.plane.url,
+            app.health,
+            app.stats,
+            app.unreachable,
+            inbox=app.inbox,
+            error=error_colour(self.app.current_theme),
+        )
         # An update lays the screen out again: only when the bar really changed.
         if self._shown is None or text != self._shown:
             self._shown = text
@@ -47,9 +56,16 @@ class StatusBar(Static):
 
 
 def render_status(
-    url: str, health: dict[str, Any] | None, stats: dict[str, Any] | None, unreachable: str | None
+    url: str,
+    health: dict[str, Any] | None,
+    stats: dict[str, Any] | None,
+    unreachable: str | None,
+    *,
+    inbox: list[dict[str, Any]] | None = None,
+    error: str = "red",
 ) -> Text:
-    """The bar's text: `URL  workflow sha256:…  ● connected  active 3  paused 1 …`."""
+    """The bar's text: `URL  workflow sha256:…  ● connected  ⚠ no supervisor for review`, then
+    `active 3  paused 1 …  inbox 2`."""
     text = Text()
     text.append(url, style="bold")
     if health:
@@ -61,10 +77,17 @@ def render_status(
         text.append("  ○ connecting", style="dim")
     else:
         text.append("  ● connected", style="green")
+        unserved = unserved_states(stats)
+        if unserved:
+            text.append(f"  ⚠ no supervisor for {', '.join(unserved)}", style=f"bold {error}")
     counts = (stats or {}).get("tokens")
     if isinstance(counts, dict):
         text.append("\n")
         for status in STATUSES:
             text.append(f"{status} ", style=STATUS_STYLES.get(status, ""))
             text.append(f"{counts.get(status, 0)}  ", style="bold")
+    if inbox is not None:
+        text.append("\n" if not isinstance(counts, dict) else "")
+        text.append("inbox ", style="magenta" if inbox else "dim")
+        text.append(f"{len(inbox)}", style="bold" if inbox else "dim")
     return text

@@ -1,0 +1,136 @@
+"""`i`: the tokens waiting for a person (spec 80 §6); `enter` opens the fire form of one."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable, Footer, Static
+
+from tui.format import local_time, since
+from tui.screens.fire import FireScreen
+from tui.widgets import Banner, StatusBar
+from tui.widgets.polling import PollingScreen
+from tui.widgets.tables import add_columns, fill
+
+COLUMNS = (
+    ("token", "token"),
+    ("state", "state"),
+    ("waiting", "waiting"),
+    ("since", "since"),
+    ("the question", "note"),
+    ("events", "events"),
+)
+EMPTY = "No token waits for a person."
+NO_INBOX = "This control plane has no inbox: it is older than spec 80 §6."
+HINT = "enter: answer the token under the cursor (the fire form)"
+
+
+def event_text(event: object) -> str:
+    """An event's name, with `{…}` when it takes a payload."""
+    if not isinstance(event, dict):
+        return "?"
+    return str(event.get("event")) + (" {…}" if event.get("payload_schema") else "")
+
+
+def inbox_row(entry: dict[str, Any], now: datetime) -> list[Text]:
+    """One row: token (and `paused`), state, how long and since when, question, events."""
+    token = Text(str(entry.get("token")), style="bold")
+    if entry.get("status") == "paused":
+        token.append(" paused", style="yellow")
+    events = entry.get("events") or []
+    return [
+        token,
+        Text(str(entry.get("state")), style="cyan"),
+        Text(since(entry.get("since"), now), justify="right"),
+        Text(local_time(entry.get("since"), with_date=True), style="dim"),
+        Text(str(entry.get("note") or "-")),
+        Text(", ".join(event_text(e) for e in events) or "-", style="magenta"),
+    ]
+
+
+class InboxScreen(PollingScreen):
+    """The waiting tasks of live tokens, the longest waiting first, from the app's poll."""
+
+    TITLE = "inbox"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "answer", "Answer (fire)"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries: list[dict[str, Any]] = []
+
+    def compose(self) -> ComposeResult:
+        """Status bar, banner, the hint, the table, footer."""
+        yield StatusBar()
+        yield Banner()
+        yield Static(HINT, classes="filters", id="inbox-hint")
+        yield DataTable(id="inbox", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Columns; follow the app's inbox (it polls `GET /inbox` for the header's count)."""
+        add_columns(self, {"inbox": COLUMNS})
+        self.watch(self.app, "inbox", self.show)
+
+    def show(self, entries: list[dict[str, Any]] | None = None) -> None:
+        """Fill the table; say so when nobody waits or the plane has no inbox."""
+        self.entries = list(entries or [])
+        now = self.console.now()
+        keys = [f"{e.get('token')}:{e.get('task')}" for e in self.entries]
+        fill(
+            self.query_one("#inbox", DataTable),
+            [inbox_row(e, now) for e in self.entries],
+            keys,
+        )
+        hint = HINT if self.entries else EMPTY if entries is not None else NO_INBOX
+        self.query_one("#inbox-hint", Static).update(hint)
+
+    async def fetch(self) -> None:
+        """Nothing of its own: the app's poll brings the inbox."""
+
+    def chosen(self) -> dict[str, Any] | None:
+        """The entry under the cursor."""
+        table = self.query_one("#inbox", DataTable)
+        if not self.entries or table.cursor_row < 0:
+            return None
+        return self.entries[min(table.cursor_row, len(self.entries) - 1)]
+
+    @on(DataTable.RowSelected, "#inbox")
+    def _row_selected(self, _selected: DataTable.RowSelected) -> None:
+        self.action_answer()
+
+    def action_answer(self) -> None:
+        """Open the fire form of the token under the cursor."""
+        entry = self.chosen()
+        if entry is None:
+            return
+        if self.console.graph is None:
+            self.notify("the workflow is not loaded yet; try again", severity="warning")
+            return
+        self.open_form(str(entry.get("token")))
+
+    @work(exclusive=True, group="answer")
+    async def open_form(self, token_id: str) -> None:
+        """Read the token as it is now, then open its fire form."""
+        token = await self.console.call(self.console.plane.token(token_id))
+        graph = self.console.graph
+        if token is None or graph is None:
+            return
+        self.app.push_screen(FireScreen(token, graph), self._form_closed)
+
+    def _form_closed(self, sent: bool | None) -> None:
+        if sent:
+            self.app.call_later(self._poll_app)
+
+    def _poll_app(self) -> None:
+        # The app polls the inbox: ask it now, so the answered token leaves the list at once.
+        poll = getattr(self.app, "poll_plane", None)
+        if callable(poll):
+            poll()
