@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from stateous.cli.bulk import by_options, check_where, cli_actor, run_where, where_of, where_options
 from stateous.client import Client, ClientError
 from stateous.client.url import DEFAULT_URL
 from stateous.model.errors import StateousError
@@ -69,10 +70,17 @@ def parse_json_object(name: str, text: str | None) -> dict[str, Any] | None:
 
 
 @contextmanager
-def control_plane(url_option: str | None) -> Iterator[Client]:
-    """A `Client` of the resolved URL; a `ClientError` becomes the command's `error:` sentence."""
+def control_plane(url_option: str | None, actor: str | None = None) -> Iterator[Client]:
+    """A `Client` of the resolved URL; a `ClientError` becomes the command's `error:` sentence.
+
+    `actor` (`--as`, else `$STATEOUS_ACTOR`) is sent as `by` with `via: "cli"` (spec 80 §1)."""
     try:
-        with Client(resolve_url(url_option), auth_token=os.environ.get(AUTH_ENV) or None) as client:
+        with Client(
+            resolve_url(url_option),
+            auth_token=os.environ.get(AUTH_ENV) or None,
+            actor=cli_actor(actor),
+            via="cli",
+        ) as client:
             yield client
     except ClientError as exc:
         code = getattr(exc, "code", None)
@@ -133,23 +141,28 @@ def token_group() -> None:
 @token_group.command("start")
 @click.argument("token_id", metavar="ID")
 @click.argument("context_json", metavar="[CONTEXT_JSON]", required=False)
+@by_options
 @url_option
-def start_command(token_id: str, context_json: str | None, url: str | None) -> None:
+def start_command(
+    token_id: str, context_json: str | None, url: str | None, reason: str | None, actor: str | None
+) -> None:
     """Start a token. Starting one that exists shows it.
 
     CONTEXT_JSON is the token's context, a JSON object (default {}). An existing token is shown
     as it is: nothing is started and the context is ignored.
     """
     context = parse_json_object("CONTEXT_JSON", context_json)
-    with control_plane(url) as client:
-        answer = client.start(token_id, context)
+    with control_plane(url, actor) as client:
+        answer = client.start(token_id, context, reason=reason)
     echo_lines([token_line(answer)])
 
 
 @token_group.command("fire")
-@click.argument("token_id", metavar="ID")
-@click.argument("event", metavar="EVENT")
+@click.argument("token_id", metavar="[ID]")
+@click.argument("event", metavar="EVENT", required=False)
 @click.argument("payload_json", metavar="[PAYLOAD_JSON]", required=False)
+@by_options
+@where_options
 @click.option(
     "--key",
     "key",
@@ -159,16 +172,37 @@ def start_command(token_id: str, context_json: str | None, url: str | None) -> N
 )
 @url_option
 def fire_command(
-    token_id: str, event: str, payload_json: str | None, key: str | None, url: str | None
+    token_id: str,
+    event: str | None,
+    payload_json: str | None,
+    key: str | None,
+    url: str | None,
+    reason: str | None,
+    actor: str | None,
+    **flags: Any,
 ) -> None:
-    """Fire an event on a token.
+    """Fire an event on a token, or with --where on every token selected: `fire --where ...
+    EVENT [PAYLOAD_JSON]`.
 
     PAYLOAD_JSON is the event's payload, a JSON object. A paused token holds the event until it
     is resumed. A repeated --key changes nothing and prints `duplicate: ` and the token.
     """
+    where = where_of(flags)
+    if where.where:
+        # `fire --where EVENT [PAYLOAD_JSON]`: the arguments move one place to the left.
+        token_id, event, payload_json = None, token_id, event  # type: ignore[assignment]
+        if key is not None:
+            raise ArgumentError("--key fires one token; a bulk fire takes none")
+        payload = parse_json_object("PAYLOAD_JSON", payload_json)
+        with control_plane(url, actor) as client:
+            run_where(client, "fire", where, reason, event, payload)
+        return
+    check_where(where, token_id)
+    if event is None:
+        raise ArgumentError("give the EVENT to fire after the token ID")
     payload = parse_json_object("PAYLOAD_JSON", payload_json)
-    with control_plane(url) as client:
-        answer = client.fire(token_id, event, payload, key=key)
+    with control_plane(url, actor) as client:
+        answer = client.fire(token_id, event, payload, key=key, reason=reason)
         if answer.get("duplicate") is True:
             token = answer.get("token")
             if not isinstance(token, dict):
@@ -215,16 +249,26 @@ def _show_graph(client: Client) -> None:
 
 
 def _steer(action: str, summary: str) -> click.Command:
-    """`token pause|resume|cancel ID`: one POST, then the token's line."""
+    """`token pause|resume|cancel ID`: one POST, then the token's line; with `--where`, a bulk
+    job over every token selected (spec 80 §2)."""
 
     @url_option
-    def command(token_id: str, url: str | None) -> None:
-        with control_plane(url) as client:
-            answer = getattr(client, action)(token_id)
+    @by_options
+    @where_options
+    def command(
+        token_id: str | None, url: str | None, reason: str | None, actor: str | None, **flags: Any
+    ) -> None:
+        where = where_of(flags)
+        check_where(where, token_id)
+        with control_plane(url, actor) as client:
+            if where.where:
+                run_where(client, action, where, reason)
+                return
+            answer = getattr(client, action)(token_id, reason=reason)
         echo_lines([token_line(answer)])
 
-    command.__doc__ = summary
-    command = click.argument("token_id", metavar="ID")(command)
+    command.__doc__ = summary + " With --where, every token the flags select, as one bulk job."
+    command = click.argument("token_id", metavar="[ID]", required=False)(command)
     return token_group.command(action)(command)
 
 

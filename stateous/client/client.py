@@ -50,11 +50,13 @@ class Client:
         timeout: float = 30.0,
         auth_token: str | None = None,
         actor: str | None = None,
+        via: str = "client",
     ) -> None:
         self.url = check_url(url)
         self.timeout = timeout
         #: Who acts (spec 80 §1): sent as `by` with each change, with the call's `reason`.
         self.actor = actor
+        self.via = via  # `cli` and `console` say so; programs are `client`
         headers = {"Authorization": f"Bearer {auth_token}"} if auth_token else {}
         self._http = httpx.Client(timeout=httpx.Timeout(timeout), headers=headers)
 
@@ -170,7 +172,7 @@ class Client:
         by: dict[str, Any] = {"actor": self.actor or default_actor()}
         if reason:
             by["reason"] = reason
-        by["via"] = "client"
+        by["via"] = self.via
         return {**body, "by": by}
 
     # ------------------------------------------------------------ bulk jobs and the audit
