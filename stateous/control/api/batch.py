@@ -189,7 +189,11 @@ def start_operation(
 @post("/tokens/batch", status_code=200)
 async def start_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Start up to 1000 tokens, each as `POST /tokens` would (spec 75 §3)."""
-    items = bodies.starts_args(await read_body(request))
+    body = await read_body(request)
+    items = bodies.starts_args(body)
+    if "by" in body:  # one `by` for each start that names none (spec 80 §1)
+        by_of(request, body)  # a malformed one refuses the whole batch, before any start
+        items = [item if "by" in item else {**item, "by": body["by"]} for item in items]
     plane = plane_of(request)
     operations = [start_operation(request, plane, item) for item in items]
     return answer({"answers": await run_in_order(request, operations)})

@@ -215,3 +215,22 @@ def test_a_named_token_is_the_actor(db_url: str, clock: FakeClock) -> None:
                 api.url + "/tokens/N-1/cancel", headers={"Authorization": "Bearer x"}
             )
             assert wrong.json()["code"] == "unauthorized"
+
+
+def test_a_batch_start_takes_one_by_and_each_start_its_own(http: httpx.Client) -> None:
+    starts = [
+        {"token": "B-1", "context": {"title": "x"}},
+        {"token": "B-2", "context": {"title": "x"}, "by": ALICE},
+    ]
+    ok(http.post("/tokens/batch", json={"tokens": starts, "by": BOB}))
+    assert rows(http, "B-1")[0] == (
+        1,
+        "started",
+        {"context": {"title": "x", "verdict": None}, "by": BOB},
+    )
+    assert rows(http, "B-2")[0][2]["by"] == ALICE
+    bad = http.post("/tokens/batch", json={"tokens": [{"token": "B-3"}], "by": {"via": "cli"}})
+    assert (bad.status_code, bad.json()) == (422, {
+        "error": "'by.actor' is a text of 1 to 64 printable characters", "code": "invalid_body",
+    })  # fmt: skip
+    assert http.get("/tokens/B-3").status_code == 404
