@@ -15,8 +15,10 @@ __all__ = ["ClaimLoop"]
 
 log = logging.getLogger("stateous.supervisor")
 
-# The refusals of a control plane that does not know the `wait` field of a claim (spec 70 §2).
-_WAIT_REFUSALS = frozenset({"invalid_body", "invalid_argument", "unknown_field"})
+# The refusals of a control plane that does not know the `wait` (spec 70 §2) or the `max`
+# (spec 75 §1) of a claim.
+_FIELD_REFUSALS = frozenset({"invalid_body", "invalid_argument", "unknown_field"})
+MAX_GRANTS = 64  # the most tasks one claim may ask for (spec 75 §1)
 
 
 class ClaimLoop:
@@ -42,14 +44,8 @@ class ClaimLoop:
                 shared.wake.clear()
                 await wait_for(shared.wake, 3600)
                 continue
-            body: dict[str, Any] = {
-                "supervisor": shared.settings.name,
-                "states": shared.registry.states,
-                "request": request,
-            }
-            waited = shared.long_poll
-            if waited:
-                body["wait"] = shared.timings.wait
+            body = self._body(request)
+            waited = "wait" in body
             sent = time.monotonic()
             try:
                 answer = await shared.persist(
@@ -69,8 +65,41 @@ class ClaimLoop:
                     await shared.idle()
             elif not answer.ok:
                 log.warning("the control plane refused a claim: %s", answer.sentence)
-                if waited and answer.code in _WAIT_REFUSALS:
-                    shared.long_poll = False  # an older control plane: claim each second
+                if answer.code in _FIELD_REFUSALS:
+                    # An older control plane: one task a claim, each second. (Which of the
+                    # two fields it refused is in its sentence only; it may know neither.)
+                    shared.long_poll = shared.long_poll and not waited
+                    shared.claim_several = shared.claim_several and "max" not in body
                 await shared.idle()
             else:
-                self._take(answer.body)
+                self._granted(answer.body)
+
+    def _body(self, request: str) -> dict[str, Any]:
+        """A claim: `max` is the free slots, `wait` the long-poll, unless refused before."""
+        shared = self.shared
+        body: dict[str, Any] = {
+            "supervisor": shared.settings.name,
+            "states": shared.registry.states,
+            "request": request,
+        }
+        if shared.long_poll:
+            body["wait"] = shared.timings.wait
+        if shared.claim_several:
+            free = shared.settings.tasks - len(shared.grants)
+            body["max"] = max(1, min(free, MAX_GRANTS))
+        return body
+
+    def _granted(self, body: object) -> None:
+        """Start each grant of `{"grants": [...]}`, or the one grant of a claim without `max`
+        (a control plane of spec 20 ignores the field)."""
+        grants = body.get("grants") if isinstance(body, dict) and "task" not in body else None
+        if grants is None:
+            self._take(body)
+        elif not isinstance(grants, list) or not grants:
+            log.warning(
+                "the control plane refused a claim: the claimed task is not valid: "
+                "'grants' is not a list of grants"
+            )
+        else:
+            for grant in grants:
+                self._take(grant)

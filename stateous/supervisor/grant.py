@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast, get_origin, get_type_hints, is_typeddict
@@ -30,7 +31,11 @@ class Grant:
     stuck: bool = False  # a message could not be delivered during a stop: the rest stay too
     thread: threading.Thread | None = None
     abort: asyncio.Event = field(default_factory=asyncio.Event)
-    queue: asyncio.Queue[Message] = field(default_factory=asyncio.Queue)
+    # Its messages that wait for the sender, in order; how many the sender has in hand; set
+    # when neither has any (the report waits for the notes, the grant's end for the report).
+    pending: deque[Message] = field(default_factory=deque)
+    sending: int = 0
+    drained: asyncio.Event = field(default_factory=lambda: _set(asyncio.Event()))
 
     @property
     def task(self) -> int:
@@ -51,6 +56,11 @@ class Grant:
     def attempt(self) -> int:
         """The attempt that every message of this grant names."""
         return self.claim["attempt"]
+
+
+def _set(event: asyncio.Event) -> asyncio.Event:
+    event.set()
+    return event
 
 
 def grant_from(body: object) -> Grant:

@@ -95,6 +95,7 @@ class Supervisor(Shared):
         """Claim and run tasks until a stop; answers the exit code (0 graceful, 1 forced)."""
         heartbeat = asyncio.create_task(self.heartbeats.run())
         status = asyncio.create_task(status_loop(self))
+        sender = asyncio.create_task(self.sender.run())
         write_status(self)
         try:
             await asyncio.create_task(self._claim_loop())
@@ -109,6 +110,7 @@ class Supervisor(Shared):
         finally:
             heartbeat.cancel()
             status.cancel()
+            sender.cancel()
             write_status(self)
             await self.remote.aclose()
 

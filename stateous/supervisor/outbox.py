@@ -133,6 +133,12 @@ class Outbox:
         """Remove one message: the control plane answered it for good."""
         self._group.write("DELETE FROM messages WHERE id = ?", (message_id,))
 
+    def remove_many(self, message_ids: list[int]) -> None:
+        """Remove messages the control plane answered for good, in one commit."""
+        if message_ids:
+            marks = ", ".join("?" * len(message_ids))
+            self._group.write(f"DELETE FROM messages WHERE id IN ({marks})", tuple(message_ids))
+
     def remove_attempt(self, task: int, attempt: int) -> int:
         """Remove every message of a task's attempt (the task was lost); answers how many."""
         return self._group.write(

@@ -87,19 +87,17 @@ class GrantRunner:
         shared.spawn(self.run(grant))
 
     async def run(self, grant: Grant) -> None:
-        """Run one grant (spec 40 §4.4): its routine, its messages, then its report."""
+        """Run one grant (spec 40 §4.4): its routine, then its report behind its messages."""
         shared = self.shared
-        sender = asyncio.create_task(self.sender.serve(grant))
         try:
             outcome = await self._run_routine(grant)
-            await grant.queue.join()
             if outcome is not None and not grant.lost and not shared.forced:
                 grant.reporting = True
                 await self.sender.report(grant, outcome)
+            await grant.drained.wait()
         except Exception:
             log.exception("task %s of %s: could not finish", grant.task, grant.token)
         finally:
-            sender.cancel()
             if grant.lost:
                 shared.outbox.remove_attempt(grant.task, grant.attempt)
             if shared.grants.get(grant.task) is grant:

@@ -89,6 +89,9 @@ class Shared:
         self.tasks: set[asyncio.Task[Any]] = set()
         self.stop_event = asyncio.Event()  # set by the first stop signal
         self.wake = asyncio.Event()  # set when a routine ends or a stop arrives
+        self.ready = asyncio.Event()  # set when a grant has a message for the sender
+        # Claim several tasks at once (spec 75 §1) until the control plane refuses the field.
+        self.claim_several = True
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
 
@@ -104,17 +107,28 @@ class Shared:
         task.add_done_callback(self.tasks.discard)
 
     def enqueue(self, grant: Grant, message: Message) -> None:
-        """Hand a committed message to the grant's sender, from any thread."""
+        """Hand a committed message to the sender, behind the grant's others, from any thread."""
         if threading.get_ident() == self._loop_thread:
-            grant.queue.put_nowait(message)
+            self._queue(grant, message)
         elif self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(grant.queue.put_nowait, message)
+            self._loop.call_soon_threadsafe(self._queue, grant, message)
+
+    def _queue(self, grant: Grant, message: Message) -> None:
+        if grant.lost:
+            return  # the runner removes the attempt's messages from the outbox
+        grant.pending.append(message)
+        grant.drained.clear()
+        self.ready.set()
 
     @staticmethod
     def lose(grant: Grant) -> None:
-        """The control plane took the grant back: its routine is cancelled."""
+        """The control plane took the grant back: its routine is cancelled, its messages that
+        wait are not sent (the runner removes them from the outbox)."""
         grant.lost = True
         grant.abort.set()
+        grant.pending.clear()
+        if not grant.sending:
+            grant.drained.set()
 
     async def idle(self) -> None:
         """Wait a second, or less when a routine ends or a stop arrives."""
