@@ -6,8 +6,13 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
+
+#: Keywords whose meaning a compiled validator may not share with Python's `jsonschema`
+#: (regular-expression dialects, format checks): a schema using one is checked by Python only.
+_PYTHON_ONLY = frozenset({"pattern", "patternProperties", "format", "$dynamicRef"})
 
 
 class ModelValidator:
@@ -18,6 +23,9 @@ class ModelValidator:
         self.schema: Mapping[str, Any] = schemas.get(name, {})
         root = {"$ref": f"#/schemas/{name}", "schemas": dict(schemas)}
         self._validator = Draft202012Validator(root)
+        # Compiled once (spec 75 §5): the common case, a valid value, never reaches the
+        # interpreted validator, which still writes the messages of an invalid one.
+        self._compiled = _compile(root, _reachable(schemas, name))
 
     def errors(self, value: Any) -> str | None:
         """The validator's messages joined by `; ` (each `{path}: {message}`), or None if valid.
@@ -25,6 +33,8 @@ class ModelValidator:
         `{path}` is the dotted path of the failing value, or the model's name when the value
         itself fails (spec 30 §1.7), e.g. `repo: 5 is not of type 'string'`.
         """
+        if self._compiled is not None and _valid(self._compiled, value):
+            return None
         found = sorted(self._validator.iter_errors(value), key=_error_order)
         if not found:
             return None
@@ -43,6 +53,61 @@ class ModelValidator:
                 if key not in filled and isinstance(prop, Mapping) and "default" in prop:
                     filled[key] = copy.deepcopy(prop["default"])
         return filled
+
+
+def _compile(root: Mapping[str, Any], used: list[Any]) -> Any:
+    """A compiled validator of `root`, or None when only Python's may judge it (`used`: the
+    schemas a value of the model can meet)."""
+    if _uses(used, _PYTHON_ONLY):
+        return None
+    try:
+        return jsonschema_rs.validator_for(dict(root))
+    except (ValueError, TypeError):  # a schema the compiled validator does not take
+        return None
+
+
+def _valid(compiled: Any, value: Any) -> bool:
+    """Whether the compiled validator accepts `value` (False: let Python's decide)."""
+    try:
+        return bool(compiled.is_valid(value))
+    except (ValueError, TypeError, OverflowError):  # e.g. an integer past 64 bits
+        return False
+
+
+def _reachable(schemas: Mapping[str, Any], name: str) -> list[Any]:
+    """The model's schema and every schema of `schemas` it refers to, directly or not."""
+    seen: dict[str, Any] = {}
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen[current] = schemas.get(current, {})
+        todo.extend(_refs(seen[current]))
+    return list(seen.values())
+
+
+def _refs(schema: Any) -> list[str]:
+    """The model names of the `#/schemas/<name>...` references in `schema`."""
+    if isinstance(schema, Mapping):
+        found = [
+            ref.split("/")[2]
+            for key, ref in schema.items()
+            if key == "$ref" and isinstance(ref, str) and ref.startswith("#/schemas/")
+        ]
+        return found + [name for value in schema.values() for name in _refs(value)]
+    if isinstance(schema, list):
+        return [name for item in schema for name in _refs(item)]
+    return []
+
+
+def _uses(schema: Any, keywords: frozenset[str]) -> bool:
+    """Whether any of `keywords` appears as a key anywhere in `schema`."""
+    if isinstance(schema, Mapping):
+        return any(k in keywords or _uses(v, keywords) for k, v in schema.items())
+    if isinstance(schema, list):
+        return any(_uses(item, keywords) for item in schema)
+    return False
 
 
 def _error_order(error: ValidationError) -> tuple[str, ...]:
