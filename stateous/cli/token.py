@@ -139,22 +139,56 @@ def token_group() -> None:
 
 
 @token_group.command("start")
-@click.argument("token_id", metavar="ID")
+@click.argument("token_id", metavar="ID", required=False)
 @click.argument("context_json", metavar="[CONTEXT_JSON]", required=False)
+@click.option(
+    "--file",
+    "file",
+    metavar="FILE",
+    default=None,
+    help="Start every token of FILE: JSON Lines, or CSV with a 'token' column and one column "
+    "per context key.",
+)
 @by_options
 @url_option
 def start_command(
-    token_id: str, context_json: str | None, url: str | None, reason: str | None, actor: str | None
+    token_id: str | None,
+    context_json: str | None,
+    file: str | None,
+    url: str | None,
+    reason: str | None,
+    actor: str | None,
 ) -> None:
     """Start a token. Starting one that exists shows it.
 
     CONTEXT_JSON is the token's context, a JSON object (default {}). An existing token is shown
-    as it is: nothing is started and the context is ignored.
+    as it is: nothing is started and the context is ignored. With --file, every token of the
+    file is started (existing ones are left as they are), and a summary is printed.
     """
+    if file is not None:
+        if token_id is not None or context_json is not None:
+            raise ArgumentError("give a token ID or --file, not both")
+        with control_plane(url, actor) as client:
+            _start_file(client, file, reason)
+        return
+    if token_id is None:
+        raise ArgumentError("give a token ID, or --file FILE")
     context = parse_json_object("CONTEXT_JSON", context_json)
     with control_plane(url, actor) as client:
         answer = client.start(token_id, context, reason=reason)
     echo_lines([token_line(answer)])
+
+
+def _start_file(client: Client, file: str, reason: str | None) -> None:
+    """`token start --file FILE` (spec 75 §3): the summary and refusals; exit 1 on a refusal."""
+    from pathlib import Path
+
+    from stateous.cli.token_file import print_tally, start_file
+
+    tally = start_file(client, Path(file), reason)
+    print_tally(tally)
+    if tally.refusals:
+        sys.exit(1)
 
 
 @token_group.command("fire")

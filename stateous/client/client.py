@@ -90,14 +90,16 @@ class Client:
         *,
         batch_size: int = 500,
         progress: Callable[[list[dict[str, Any]]], None] | None = None,
+        reason: str | None = None,
     ) -> list[dict[str, Any]]:
         """Start each `(token, context)` in order with `POST /tokens/batch`, `batch_size` (1 to
         1000) a request; one answer each, `{"status", "body"}`: `201` started, `200` it existed
         (unchanged), else the refusal envelope of that start. `progress` gets each batch's
-        answers as they come. A control plane without the route gets one `POST /tokens` each."""
+        answers as they come; `reason` goes with each start's `by` as in `start`. A control plane
+        without the route gets one `POST /tokens` each."""
         from stateous.client.batch import start_many  # it imports this module
 
-        return start_many(self, starts, batch_size=batch_size, progress=progress)
+        return start_many(self, starts, batch_size=batch_size, progress=progress, reason=reason)
 
     def get(self, token: str) -> dict[str, Any]:
         """The token: `token`, `state`, `status`, `visit`, `context`, `entered_at` (+ `parent`)."""
