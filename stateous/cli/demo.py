@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import IO
 
 import click
@@ -54,12 +55,75 @@ REJECTED_TITLE = "reject me"
 WAIT_SECONDS = 60.0
 """How long the demo waits for the control plane to start, and then for the tokens to settle."""
 STOP_SECONDS = 15.0
+CONSOLE_STOP_SECONDS = 5.0
+"""How long the console may take to end after the demo was told to stop, before it is killed."""
+
+#: The signals that stop the demo as quitting the console does: the terminal closed (SIGHUP,
+#: not on Windows) and `kill` (SIGTERM). Ctrl-C (SIGINT) does so already, as KeyboardInterrupt.
+STOP_SIGNALS = tuple(
+    sig for sig in (getattr(signal, "SIGHUP", None), signal.SIGTERM) if sig is not None
+)
 
 
 class DemoError(StateousError):
     """A step of the demo failed; the sentence names the step and its last words."""
 
     code = "demo_failed"
+
+
+class StopSignals:
+    """SIGHUP and SIGTERM end the demo through its normal clean-up, as an exception would.
+
+    The first one raises `SystemExit(128 + signal)` where the demo is, so every `with` block
+    unwinds: the console ends, the control plane is stopped (its own session never sees the
+    terminal's signals), the temporary folder is deleted. Later ones are ignored, so that they
+    cannot cut that clean-up short. Inside `held()` (while a child is being started and not yet
+    in the care of a `finally`) the signal waits for the end of the block.
+    """
+
+    def __init__(self) -> None:
+        self.stopping = False
+        self.holding = 0
+        self.pending: int | None = None
+
+    def on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        """The handler: stop now, or when the held block ends."""
+        if self.stopping:
+            return
+        if self.holding:
+            self.pending = signum
+            return
+        self.stopping = True
+        raise SystemExit(128 + signum)
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Let a stop signal wait until the block ends; then act on it."""
+        self.holding += 1
+        try:
+            yield
+        finally:
+            self.holding -= 1
+        if not self.holding and self.pending is not None and not self.stopping:
+            self.stopping = True
+            raise SystemExit(128 + self.pending)
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """Handle the stop signals during the block (only the main thread can)."""
+        self.stopping, self.pending = False, None
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, self.on_signal) for sig in STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+_STOPS = StopSignals()
 
 
 def titles(count: int) -> list[str]:
@@ -164,13 +228,16 @@ class Server:
 
 @contextmanager
 def running_server(folder: Path) -> Iterator[Server]:
-    """A started server, stopped when the block ends (also on an error or Ctrl-C)."""
-    server = Server(folder)
+    """A started server, stopped when the block ends (also on an error, Ctrl-C or a signal)."""
+    server: Server | None = None
     try:
+        with _STOPS.held():
+            server = Server(folder)
         server.wait_ready()
         yield server
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
 
 
 def settled(client: Client, token_id: str) -> bool:
@@ -215,12 +282,34 @@ def _note(text: str) -> None:
 
 def _open_console(url: str, supervisor: Path) -> None:
     _note("the console is open on the demo; quit it (ctrl+q) to stop the demo")
-    subprocess.run(_stateous("console", "--url", url, "--supervisor", str(supervisor)), check=False)
+    with _STOPS.held():
+        console = subprocess.Popen(
+            _stateous("console", "--url", url, "--supervisor", str(supervisor))
+        )
+    try:
+        console.wait()
+    finally:
+        _end(console)
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """Ask a child that is still running to end (SIGTERM); kill it if it does not in time."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(CONSOLE_STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    process.wait()
 
 
 def run_demo(count: int, console: bool) -> None:
-    """The whole demo: prepare, serve, start `count` tokens, wait, print, stop."""
-    with tempfile.TemporaryDirectory(prefix="stateous-demo-") as name:
+    """The whole demo: prepare, serve, start `count` tokens, wait, print, stop.
+
+    SIGHUP (the terminal closed) and SIGTERM stop it at any point with the same clean-up as
+    the end (no child left, no folder left); it then exits with 128 + the signal's number.
+    """
+    with _STOPS.installed(), tempfile.TemporaryDirectory(prefix="stateous-demo-") as name:
         folder = Path(name)
         _note(f"writing the orders workflow and its supervisor in {folder}")
         supervisor = prepare(folder)

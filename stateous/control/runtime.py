@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterator
@@ -189,6 +190,19 @@ class ControlPlane:
         return code
 
 
+#: A closed terminal (SIGHUP) stops `serve` as SIGTERM does; Windows has no SIGHUP.
+_SIGHUP: signal.Signals | None = getattr(signal, "SIGHUP", None)
+
+
+def _hang_up() -> None:
+    """SIGHUP: send ourselves SIGTERM, which reaches whoever handles the stop at this moment.
+
+    With `--supervise`, the embedded supervisor replaces the server's SIGTERM handler with its
+    own graceful stop (spec 40 §4.9), which then stops the server; without it, the server stops.
+    """
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 async def run_control_plane(
     settings: Settings, extra: Extra | None = None, clock: Clock | None = None
 ) -> int:
@@ -215,13 +229,18 @@ async def run_control_plane(
             file=sys.stderr,
         )
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, running.on_signal)
+    handlers: dict[int, Callable[[], None]] = dict.fromkeys(
+        (signal.SIGINT, signal.SIGTERM), running.on_signal
+    )
+    if _SIGHUP is not None:
+        handlers[_SIGHUP] = _hang_up
+    for sig, handler in handlers.items():
+        loop.add_signal_handler(sig, handler)
     print(f"serving on {url} (Ctrl-C stops)", file=sys.stderr, flush=True)
     try:
         code = await running.serve(sock, extra)
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in handlers:
             loop.remove_signal_handler(sig)
         plane.store.engine.dispose()
     if running.lost:
