@@ -26,13 +26,14 @@ ROUTES = {
     ("get", "/tasks"), ("get", "/tokens/{token_id}/tasks"), ("get", "/tokens/{token_id}/timers"),
     ("get", "/tokens/{token_id}/memory"), ("get", "/stats"), ("get", "/metrics"),
     ("post", "/tasks/messages"), ("post", "/tokens/batch"),
+    ("post", "/supervisors/beat"), ("get", "/supervisors"), ("get", "/inbox"),
 }  # fmt: skip
 BODIES = {
     "/tokens": "StartBody", "/tokens/{token_id}/events/{event}": "FireBody",
     "/tasks/claim": "ClaimBody", "/tasks/heartbeat": "HeartbeatBody",
     "/tasks/{task}/report": "ReportBody", "/tasks/{task}/note": "NoteBody",
     "/tasks/{task}/memory": "MemoryBody", "/tasks/messages": "MessagesBody",
-    "/tokens/batch": "StartsBody",
+    "/tokens/batch": "StartsBody", "/supervisors/beat": "BeatBody",
 }  # fmt: skip
 CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
 

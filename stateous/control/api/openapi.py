@@ -247,10 +247,61 @@ class Answers(_Open):
     answers: list[PartAnswer]
 
 
+class BeatBody(BaseModel):
+    """`POST /supervisors/beat` (spec 80 §5)."""
+
+    supervisor: str = Field(min_length=1, max_length=256)
+    host: str = Field(min_length=1, max_length=256)
+    pid: int = Field(ge=0)
+    version: str = Field(min_length=1, max_length=64)
+    states: list[str] = Field(max_length=1000)
+    slots: int = Field(ge=0, le=100_000)
+    running: list[int] = Field(max_length=10_000)
+    started_at: str = Field(description="An ISO 8601 time, e.g. 2026-10-16T20:48:44Z")
+    stopping: bool = False
+
+
+class Supervisor(_Open):
+    """A supervisor as the control plane sees it (spec 80 §5)."""
+
+    supervisor: str
+    host: str
+    pid: int
+    version: str
+    states: list[str]
+    slots: int
+    running: list[int]
+    started_at: str
+    stopping: bool
+    seen_at: str
+    status: Literal["live", "stale", "gone"]
+
+
+class InboxEvent(_Open):
+    """An event a waiting task's state takes from outside, with its payload's JSON Schema."""
+
+    event: str
+    payload_schema: dict[str, Any] | None
+
+
+class InboxEntry(_Open):
+    """A waiting task of a live token (spec 80 §6)."""
+
+    task: int
+    token: str
+    state: str
+    visit: int
+    status: Literal["active", "paused"]
+    since: str
+    note: str | None
+    events: list[InboxEvent]
+
+
 _MODELS: list[type[BaseModel]] = [
     Token, Duplicate, HistoryEntry, Grant, Lost, Health, Refusal, TaskRow, TimerRow, MemoryRow,
     Stats, StartBody, FireBody, ClaimBody, HeartbeatBody, ReportBody, NoteBody, MemoryBody,
     Grants, MessagesBody, StartsBody, Answers,
+    BeatBody, Supervisor, InboxEntry,
 ]  # fmt: skip
 
 #: (method, path) -> (request body model or None, {status: answer}); an answer is a model, a
@@ -280,6 +331,9 @@ ROUTES: dict[tuple[str, str], tuple[type[BaseModel] | None, dict[int, Answer]]] 
     ("get", "/tokens/{token_id}/memory"): (None, {200: [MemoryRow]}),
     ("get", "/stats"): (None, {200: Stats}),
     ("get", "/metrics"): (None, {200: "text"}),
+    ("post", "/supervisors/beat"): (BeatBody, {200: Supervisor}),
+    ("get", "/supervisors"): (None, {200: [Supervisor]}),
+    ("get", "/inbox"): (None, {200: [InboxEntry]}),
 }
 
 #: The refusal statuses of spec 20 §1.7 (and 401 of spec 70 §5), each with the envelope.
@@ -303,6 +357,7 @@ QUERIES: dict[str, list[tuple[str, str]]] = {
                ("state", "A state"), ("supervisor", "A supervisor name"),
                ("limit", "1 to 1000, default 100")],
     "/tokens/{token_id}/history": [("after", "Only the entries with seq > after")],
+    "/inbox": [("state", "A state"), ("limit", "1 to 1000, default 100")],
 }  # fmt: skip
 
 
