@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
-from stateous.client.client import Client, decode_json, refusal, transport_detail
-from stateous.client.errors import Refused, Unreachable
+from stateous.client.errors import ClientError, Refused, Unreachable
 
 MOST_STARTS = 1000
 """The most starts one `POST /tokens/batch` takes."""
@@ -22,6 +21,19 @@ Start = tuple[str, dict[str, Any] | None]
 """A token id and its context (None: `{}`)."""
 Answer = dict[str, Any]
 """`{"status": <HTTP status>, "body": <the token, or the refusal envelope>}`."""
+
+
+class Client(Protocol):
+    """What of `stateous.client.Client` this module uses (it imports this module)."""
+
+    url: str
+    _http: httpx.Client
+
+    def by(self, body: dict[str, Any], reason: str | None) -> dict[str, Any]: ...
+
+    def _object(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]: ...
+
+    def _wrong_shape(self) -> ClientError: ...
 
 
 def start_body(token: str, context: dict[str, Any] | None) -> dict[str, Any]:
@@ -116,12 +128,14 @@ def _start_one(client: Client, item: dict[str, Any]) -> Answer:
     try:
         response = client._http.post(client.url + "/tokens", json=item)
     except httpx.RequestError as exc:
-        detail = transport_detail(exc)
+        detail = " ".join(str(exc).split()) or type(exc).__name__
         raise Unreachable(f"cannot reach the control plane at {client.url}: {detail}") from None
-    if response.status_code >= 400:
-        refused = refusal(response, client.url)
-        return {"status": refused.status, "body": {"error": refused.message, "code": refused.code}}
     try:
-        return {"status": response.status_code, "body": decode_json(response.text)}
+        body = json.loads(response.text)
     except (ValueError, RecursionError):
         raise client._wrong_shape() from None
+    if response.status_code >= 400:
+        if not isinstance(body, dict) or not isinstance(body.get("error"), str):
+            raise client._wrong_shape()
+        body = {"error": body["error"], "code": body.get("code")}
+    return {"status": response.status_code, "body": body}
