@@ -311,3 +311,57 @@ pause_command = _steer(
 )
 resume_command = _steer("resume", "Resume a paused token: the held events apply in order.")
 cancel_command = _steer("cancel", "Cancel a token for good.")
+
+
+# ---------------------------------------------------------------- repair (spec 80 §3-4)
+
+
+retry_command = _steer(
+    "retry", "Retry a failed token: it enters again the state it failed in, as a new visit."
+)
+
+
+@token_group.command("move")
+@click.argument("token_id", metavar="ID")
+@click.argument("state", metavar="STATE")
+@click.option(
+    "--context",
+    "context_json",
+    metavar="JSON",
+    default=None,
+    help="Context writes, a JSON object: each key replaces the context's value.",
+)
+@url_option
+@by_options
+def move_command(
+    token_id: str,
+    state: str,
+    context_json: str | None,
+    url: str | None,
+    reason: str | None,
+    actor: str | None,
+) -> None:
+    """Move a token by hand to STATE, a state of its workflow.
+
+    The work of its current state is cancelled, and STATE is entered as a new visit. A failed
+    token becomes active; a paused token stays paused.
+    """
+    context = parse_json_object("--context", context_json)
+    with control_plane(url, actor) as client:
+        answer = client.move(token_id, state, context, reason=reason)
+    echo_lines([token_line(answer)])
+
+
+@token_group.command("why")
+@click.argument("token_id", metavar="ID")
+@url_option
+def why_command(token_id: str, url: str | None) -> None:
+    """Why is this token not moving? The token's line, then one line per finding."""
+    from stateous.model.findings import finding_lines
+
+    with control_plane(url) as client:
+        answer = client.why(token_id)
+        token, findings = answer.get("token"), answer.get("findings")
+        if not isinstance(token, dict) or not isinstance(findings, list):
+            raise wrong_shape(client.url)
+        echo_lines([token_line(token), *finding_lines(_objects(findings, client.url))])

@@ -12,7 +12,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, RichLog, Static, TabbedContent, TabPane
 
+from stateous.model.findings import finding_lines
 from stateous.model.history import display_state, history_line, payload_json
+from tui import repair
 from tui.format import (
     TASK_STYLES,
     countdown,
@@ -23,7 +25,8 @@ from tui.format import (
     styled,
     token_line_text,
 )
-from tui.screens.steering import STEERING_BINDINGS, SteeringScreen
+from tui.screens.repair import REPAIR_BINDINGS, RepairScreen
+from tui.screens.steering import STEERING_BINDINGS
 from tui.screens.tokens import steering_commands
 from tui.widgets import Banner, StatusBar
 from tui.widgets.polling import PollingScreen
@@ -49,12 +52,14 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-class TokenScreen(PollingScreen, SteeringScreen):
-    """The token screen; polls the token, its new history entries, and the open tab."""
+class TokenScreen(PollingScreen, RepairScreen):
+    """The token screen; polls the token, why it is not moving, its new history entries, and the
+    open tab."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back"),
         *STEERING_BINDINGS,
+        *REPAIR_BINDINGS,
         Binding("u", "parent", "Parent"),
         Binding("enter", "select", "Open/show", show=False),
     ]
@@ -68,10 +73,11 @@ class TokenScreen(PollingScreen, SteeringScreen):
         self.memory: list[dict[str, Any]] = []
 
     def compose(self) -> ComposeResult:
-        """Status bar, banner, the token line, tabs, footer."""
+        """Status bar, banner, the token line, its findings (spec 80 §4), tabs, footer."""
         yield StatusBar()
         yield Banner()
         yield Static(Text(f"{self.token_id}: loading"), classes="title", id="line")
+        yield Static("", id="findings")
         with TabbedContent(id="tabs"):
             with TabPane("History", id="history-tab"):
                 yield RichLog(id="history", wrap=False, markup=False, auto_scroll=True)
@@ -97,6 +103,7 @@ class TokenScreen(PollingScreen, SteeringScreen):
         self.last_seq = 0
         self.memory = []
         self.query_one("#line", Static).update(Text(f"{token}: loading"))
+        self.query_one("#findings", Static).update("")
         self.query_one("#history", RichLog).clear()
         self.query_one("#context", Static).update("")
         self.query_one("#memory-value", Static).update("select a key to see its whole value")
@@ -122,6 +129,9 @@ class TokenScreen(PollingScreen, SteeringScreen):
         if token is None or ident != self.token_id:
             return
         self.show_token(token)
+        findings = await self.console.call(repair.why(plane, ident), quiet=True)
+        if findings is not None and ident == self.token_id:
+            self.show_findings(findings)
         entries = await self.console.call(plane.history(ident, after=self.last_seq))
         if entries is not None and ident == self.token_id:
             self.append_history(entries)
@@ -155,6 +165,11 @@ class TokenScreen(PollingScreen, SteeringScreen):
         self.query_one("#context", Static).update(
             Syntax(context, "json", background_color="default")
         )
+
+    def show_findings(self, findings: list[dict[str, Any]]) -> None:
+        """Why the token is not moving: one line per finding, most important first."""
+        lines = [styled(line) for line in finding_lines(findings)]
+        self.query_one("#findings", Static).update(Text("\n").join(lines))
 
     def append_history(self, entries: list[dict[str, Any]]) -> None:
         """Append the new entries, each rendered exactly as `token show` renders it."""
@@ -274,5 +289,7 @@ class TokenScreen(PollingScreen, SteeringScreen):
         return [
             SystemCommand("Back to the list", "(escape)", self.action_back),
             SystemCommand("Open the parent token", "(u)", self.action_parent),
+            SystemCommand("Retry the failed token", "(R)", self.action_retry),
+            SystemCommand("Move the token to a state", "(m)", self.action_move),
             *steering_commands(self),
         ]

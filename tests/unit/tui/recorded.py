@@ -18,6 +18,8 @@ from litestar import Litestar, Request, get, post
 from litestar.params import FromPath, FromQuery
 from litestar.response import Response
 
+from tests.unit.tui import recorded_repair
+
 NOW = datetime(2026, 10, 16, 21, 0, 0, tzinfo=UTC)
 CHECKSUM = "sha256:77510d7465e1e6d8061c1018f6f152e6136aa15304b08e92be3efa62174d7851"
 
@@ -286,6 +288,7 @@ class Recorded:
         self.history = copy.deepcopy(HISTORY)
         self.keys: set[tuple[str, str]] = set()
         self.requests: list[str] = []
+        self.why = copy.deepcopy(recorded_repair.WHY)
 
     def find(self, ident: FromPath[str]) -> dict[str, Any] | None:
         return next((t for t in self.tokens if t["token"] == ident), None)
@@ -387,6 +390,7 @@ def make_app(recorded: Recorded) -> Litestar:
 
     return Litestar(
         [
+            *recorded_repair.repair_routes(recorded, token_or_404, refuse, list(GRAPH["states"])),
             *_steering(recorded, token_or_404),
             health,
             workflow,

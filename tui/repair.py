@@ -1,0 +1,48 @@
+"""The console's requests of spec 80 §3-4: retry, move and why, over the console's `ControlPlane`.
+
+The console always says who acts (spec 80 §1): `by` with `via: "console"` and the actor from
+`$STATEOUS_ACTOR`, else the login name and host.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+from typing import Any
+
+from tui.api import ControlPlane, segment
+
+ACTOR_ENV = "STATEOUS_ACTOR"
+
+
+def console_by() -> dict[str, Any]:
+    """`{"actor", "via": "console"}` of the person at this console."""
+    actor = os.environ.get(ACTOR_ENV, "").strip()
+    if not actor:
+        try:
+            login = getpass.getuser()
+        except (KeyError, OSError):
+            login = "someone"
+        actor = f"{login}@{socket.gethostname()}"
+    return {"actor": actor[:64], "via": "console"}
+
+
+async def retry(plane: ControlPlane, token: str) -> dict[str, Any]:
+    """`POST /tokens/{id}/retry`; the token after it."""
+    path = f"/tokens/{segment(token)}/retry"
+    return dict((await plane.request("POST", path, body={"by": console_by()}))[1])
+
+
+async def move(plane: ControlPlane, token: str, state: str) -> dict[str, Any]:
+    """`POST /tokens/{id}/move` to `state`; the token after it."""
+    path = f"/tokens/{segment(token)}/move"
+    body = {"to": state, "by": console_by()}
+    return dict((await plane.request("POST", path, body=body))[1])
+
+
+async def why(plane: ControlPlane, token: str) -> list[dict[str, Any]]:
+    """`GET /tokens/{id}/why`: the findings, most important first."""
+    answer = await plane.get(f"/tokens/{segment(token)}/why")
+    findings = answer.get("findings") if isinstance(answer, dict) else None
+    return [f for f in findings if isinstance(f, dict)] if isinstance(findings, list) else []
