@@ -37,6 +37,7 @@ ROUTES = [
     ("POST", "/tasks/1/note"), ("PUT", "/tasks/1/memory"), ("GET", "/tasks"),
     ("GET", "/tokens/T-1/tasks"), ("GET", "/tokens/T-1/timers"), ("GET", "/tokens/T-1/memory"),
     ("GET", "/stats"), ("GET", "/metrics"), ("GET", "/schema/openapi.json"),
+    ("POST", "/supervisors/beat"), ("GET", "/supervisors"), ("GET", "/inbox"),
 ]  # fmt: skip
 
 
