@@ -58,7 +58,7 @@ bench: $(STAMP) ## run the benchmarks and write bench/results.json
 	@$(PY) bench/run_all.py
 
 snapshot-update: $(STAMP) ## rewrite the console's SVG snapshots
-	@$(VENV)/bin/pytest -q tests/unit/tui --snapshot-update
+	@$(VENV)/bin/pytest -q tests/unit/tui tests/integration/tui/test_console_ops.py --snapshot-update
 
 clean: ## remove .venv and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
