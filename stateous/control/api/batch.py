@@ -13,12 +13,13 @@ from functools import partial
 from typing import Any
 
 from anyio import CapacityLimiter, to_thread
-from litestar import Request, Response, post
+from litestar import Request, Response, get, post
 from sqlalchemy import Connection
 
 from stateous.control.api import bodies, longpoll
 from stateous.control.api.acts import by_of
 from stateous.control.api.answers import answer, known_id, no_content, plane_of, read_body, run
+from stateous.control.engine import reads
 from stateous.control.engine.claim import claim_many
 from stateous.control.engine.memory import write_memory
 from stateous.control.engine.note import note
@@ -186,6 +187,12 @@ def start_operation(
     return prepared("start", build)
 
 
+@get("/tokens/batch", include_in_schema=False)
+async def token_named_batch(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """`GET /tokens/{id}` of a token named `batch`, which the fixed path above would shadow."""
+    return answer(await run(request, "token", lambda conn: reads.read_token(conn, "batch")))
+
+
 @post("/tokens/batch", status_code=200)
 async def start_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Start up to 1000 tokens, each as `POST /tokens` would (spec 75 §3)."""
@@ -199,4 +206,4 @@ async def start_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
     return answer({"answers": await run_in_order(request, operations)})
 
 
-ROUTES = [send_messages, start_tokens]
+ROUTES = [send_messages, start_tokens, token_named_batch]

@@ -132,3 +132,12 @@ def test_a_bad_by_refuses_that_start_alone(api: RunningApi, http: httpx.Client) 
     assert (answers[0]["status"], answers[0]["body"]["code"]) == (422, "invalid_body")
     assert answers[1]["status"] == 201
     assert token_count(api) == 1
+
+
+def test_a_token_named_batch_is_still_read_at_its_path(http: httpx.Client) -> None:
+    missing = http.get("/tokens/batch")
+    assert (missing.status_code, missing.json()["code"]) == (404, "token_not_found")
+    started = starts(http, [{"token": "batch", "context": {"title": "t"}}]).json()["answers"][0]
+    assert started["status"] == 201
+    assert http.get("/tokens/batch").json() == started["body"]
+    assert http.put("/tokens/batch").status_code == 405
