@@ -19,6 +19,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    text,
     union_all,
     update,
 )
@@ -255,9 +256,38 @@ def last_seq(conn: Connection, token: str) -> int:
 
 
 def insert_ledger(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
-    """Append ledger rows (already numbered)."""
-    if rows:
+    """Append ledger rows (already numbered), all in one statement (spec 75 §5)."""
+    if not rows:
+        return
+    if len(rows) > _LEDGER_ROWS_MOST:
         conn.execute(_INSERT_LEDGER, list(rows))
+        return
+    params = {f"{name}_{i}": row[name] for i, row in enumerate(rows) for name in _LEDGER_COLUMNS}
+    conn.execute(_insert_ledger_rows(len(rows)), params)
+
+
+_LEDGER_COLUMNS = ("token", "seq", "at", "kind", "key", "data")
+# Beyond this many rows, one statement would pass SQLite's limit of bound parameters.
+_LEDGER_ROWS_MOST = 100
+_INSERT_LEDGER_ROWS: dict[int, Any] = {}
+
+
+def _insert_ledger_rows(count: int) -> Any:
+    """`INSERT INTO ledger ... VALUES (...), (...)` for `count` rows, built once per count."""
+    statement = _INSERT_LEDGER_ROWS.get(count)
+    if statement is None:
+        groups = ", ".join(
+            "(" + ", ".join(f":{name}_{i}" for name in _LEDGER_COLUMNS) + ")" for i in range(count)
+        )
+        binds = [
+            bindparam(f"{name}_{i}", type_=ledger.c[name].type)
+            for i in range(count)
+            for name in _LEDGER_COLUMNS
+        ]
+        columns = 'token, seq, at, kind, "key", data'
+        statement = text(f"INSERT INTO ledger ({columns}) VALUES {groups}").bindparams(*binds)
+        _INSERT_LEDGER_ROWS[count] = statement
+    return statement
 
 
 def key_used(conn: Connection, token: str, key: str) -> bool:
