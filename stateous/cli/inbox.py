@@ -13,7 +13,7 @@ from stateous.cli.token import ArgumentError, control_plane, url_option, wrong_s
 from stateous.model.history import display_state, local_datetime
 
 EMPTY = "the inbox is empty: no token waits for a person"
-ANSWER = "answer one with: stateous token fire ID EVENT [PAYLOAD_JSON]"
+ANSWER = "answer one with: stateous token fire ID EVENT [PAYLOAD_JSON] --reason TEXT"
 PIPE_WIDTH = 160
 COLUMNS = ("token", "state", "waiting since", "the question", "the events it takes")
 

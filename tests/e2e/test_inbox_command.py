@@ -53,7 +53,7 @@ def test_the_inbox_as_a_table_then_empty(tmp_path: Path) -> None:
             f"T-1            coding    {since[0]}   which branch, main or next?   done, stuck",
             f"T-2 (paused)   testing   {since[1]}   -                             "
             "passed {passed, failed}, failed {passed, failed}",
-            "answer one with: stateous token fire ID EVENT [PAYLOAD_JSON]",
+            "answer one with: stateous token fire ID EVENT [PAYLOAD_JSON] --reason TEXT",
         ]
         code, out, err = stateous("inbox", "--state", "testing", url=url)
         assert (code, err) == (0, "")
