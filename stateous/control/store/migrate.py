@@ -15,19 +15,22 @@ from stateous.control.store.tables import TABLE_NAMES
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "stateous_version"
-HEAD = "0006"
+HEAD = "0007"
 
 # The tables of spec 80 §1-2 (audit, bulk jobs), made by 0006.
 BY_0006 = frozenset({"audit", "bulk_jobs", "bulk_matches"})
+# The table of spec 85 §1 (the live control planes), made by 0007.
+BY_0007 = frozenset({"control_planes"})
 
 # The tables each revision has, to find a missing or a foreign table.
 TABLES_AT: dict[str, frozenset[str]] = {
     "0001": frozenset({"control_plane", "ledger", "memory", "tasks", "timers", "tokens"}),
     "0002": frozenset({"claims", "control_plane", "ledger", "memory", "tasks", "timers", "tokens"}),
     "0003": frozenset({"claims", "control_plane", "ledger", "memory", "tasks", "timers", "tokens"}),
-    "0004": frozenset(set(TABLE_NAMES) - BY_0006 - {"claim_grants"}),
-    "0005": frozenset(set(TABLE_NAMES) - BY_0006),
-    "0006": frozenset(TABLE_NAMES),
+    "0004": frozenset(set(TABLE_NAMES) - BY_0007 - BY_0006 - {"claim_grants"}),
+    "0005": frozenset(set(TABLE_NAMES) - BY_0007 - BY_0006),
+    "0006": frozenset(set(TABLE_NAMES) - BY_0007),
+    "0007": frozenset(TABLE_NAMES),
 }
 
 

@@ -200,6 +200,18 @@ bulk_matches = Table(
 )
 Index("bulk_matches_status", bulk_matches.c.job, bulk_matches.c.status, bulk_matches.c.token)
 
+# Spec 85 §1: each control plane (holder or replica) writes its `host:pid:id`, its role and
+# `seen_at` every 10 s; `GET /control-planes` lists the rows seen lately.
+control_planes = Table(
+    "control_planes",
+    metadata,
+    Column("name", String(256), primary_key=True),
+    Column("role", String(16), nullable=False),
+    Column("started_at", DateTime(), nullable=False),
+    Column("seen_at", DateTime(), nullable=False),
+)
+Index("control_planes_seen", control_planes.c.seen_at)
+
 #: Every table name Stateous uses, for the start-up checks of spec 20 §3.4.
 TABLE_NAMES: tuple[str, ...] = (
     "audit",
@@ -208,6 +220,7 @@ TABLE_NAMES: tuple[str, ...] = (
     "claim_grants",
     "claims",
     "control_plane",
+    "control_planes",
     "ledger",
     "memory",
     "supervisors",
