@@ -1,9 +1,12 @@
-"""`POST /tokens` per second against a real `stateous serve`: sequential and concurrent.
+"""`POST /tokens` per second against a real `stateous serve`: sequential, concurrent, batched.
 
 Starts `stateous serve` (the orders starter, a fresh database in a temporary folder) as a real
 process with no supervisor, warms up, then starts tokens one after another over one keep-alive
-connection (sequential), then with 8 connections at once (concurrent), and prints one JSON line.
-Usage: `python bench/start_rate.py [--tokens N] [--db sqlite|postgres] [--url URL]`.
+connection (sequential), then with 8 connections at once (concurrent), then `--batch-tokens`
+more with `POST /tokens/batch` in batches of `--batch-size` over one connection (spec 75 §3),
+and prints one JSON line.
+Usage: `python bench/start_rate.py [--tokens N] [--batch-tokens N] [--batch-size N]
+[--db sqlite|postgres] [--url URL]`.
 """
 
 from __future__ import annotations
@@ -35,35 +38,75 @@ def sequential(url: str, count: int, prefix: str) -> float:
         return time.perf_counter() - began
 
 
-def measure(url: str, count: int, prefix: str) -> dict[str, float]:
-    """Both figures against one control plane."""
+def batched(url: str, count: int, size: int, prefix: str) -> float:
+    """Start `count` tokens with `POST /tokens/batch`, `size` a request; answer the seconds."""
+    with httpx.Client(base_url=url, timeout=120) as http:
+        warm = [{"token": f"warm-{prefix}-{n}", "context": {"title": "w"}} for n in range(50)]
+        http.post("/tokens/batch", json={"tokens": warm})
+        began = time.perf_counter()
+        for first in range(0, count, size):
+            items = [
+                {"token": f"{prefix}-{n}", "context": {"title": "bench"}}
+                for n in range(first, min(first + size, count))
+            ]
+            answer = http.post("/tokens/batch", json={"tokens": items})
+            if answer.status_code != 200:
+                raise SystemExit(
+                    f"error: batch {first} answered {answer.status_code}: {answer.text}"
+                )
+            refused = [a for a in answer.json()["answers"] if a["status"] != 201]
+            if refused:
+                raise SystemExit(f"error: {len(refused)} start(s) of batch {first}: {refused[0]}")
+        return time.perf_counter() - began
+
+
+def measure(
+    url: str, count: int, prefix: str, batch_count: int, batch_size: int
+) -> dict[str, float]:
+    """Every figure against one control plane."""
     seq = sequential(url, count, prefix + "S")
     conc = common.start_tokens(url, [f"{prefix}C-{n}" for n in range(count)], concurrency=8)
-    return {
+    figures = {
         "sequential_seconds": round(seq, 3),
         "sequential_starts_per_second": round(count / seq, 1),
+        "concurrent_connections": 8,
         "concurrent_seconds": round(conc, 3),
         "concurrent_starts_per_second": round(count / conc, 1),
     }
+    if batch_count:
+        took = batched(url, batch_count, batch_size, prefix + "B")
+        figures |= {
+            "batch_tokens": batch_count,
+            "batch_size": batch_size,
+            "batch_seconds": round(took, 3),
+            "batch_starts_per_second": round(batch_count / took, 1),
+        }
+    return figures
 
 
 def main() -> None:
     """Run the benchmark and print one JSON line."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--tokens", type=int, default=1000)
+    parser.add_argument(
+        "--batch-tokens", type=int, default=10_000, help="tokens started with POST /tokens/batch"
+    )
+    parser.add_argument("--batch-size", type=int, default=500, help="starts per batch (1-1000)")
     parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument(
         "--url", default=None, help="an already running serve (its database is used as is)"
     )
     args = parser.parse_args()
     if args.url:
-        figures = measure(args.url, args.tokens, f"B{int(time.time())}")
+        figures = measure(
+            args.url, args.tokens, f"B{int(time.time())}", args.batch_tokens, args.batch_size
+        )
     else:
         with common.fresh_folder() as folder, common.database(args.db, folder) as db_url:
             common.prepare(folder, supervisors=0)
             serve = common.start_serve(folder, db_url)
             with common.stopping(serve):
-                figures = measure(serve.url, args.tokens, "B")
+                figures = measure(serve.url, args.tokens, "B", args.batch_tokens, args.batch_size)
     common.emit({"bench": "start_rate", "database": args.db, "tokens": args.tokens, **figures})
 
 
