@@ -98,3 +98,20 @@ def test_retry_and_move_say_who_and_why(fresh: ServeProcess) -> None:
     lines = history(ok("token", "show", "T-4", url=url)[1:])
     assert "#15  retried in coding [alice, cli: the vendor is back]" in lines
     assert "#20  moved from coding to testing [bob, cli]" in lines
+
+
+def test_retry_where_retries_every_failed_token_as_one_job(fresh: ServeProcess) -> None:
+    url = fresh.url
+    for token in ("T-5", "T-6"):
+        ok("token", "start", token, '{"repo": "acme/api"}', url=url)
+        fail_coding(url, token)
+    ok("token", "start", "T-7", '{"repo": "acme/api"}', url=url)
+    lines = ok("token", "retry", "--where", "--status", "failed", "--yes", url=url)
+    assert lines[0] == "2 tokens match: T-5, T-6"
+    assert lines[1] == "job 1: retry 2 tokens"
+    for token in ("T-5", "T-6"):
+        assert ok("token", "show", token, url=url)[0] == f"{token}: coding (visit 2), active"
+        assert history(ok("token", "show", token, url=url)[1:])[14].startswith(
+            "#15  retried in coding"
+        )
+    assert ok("token", "show", "T-7", url=url)[0] == "T-7: coding, active"
