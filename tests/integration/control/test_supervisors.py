@@ -219,3 +219,19 @@ def test_the_thresholds_follow_the_environment_knobs(
     assert statuses(http) == {"box-1": "stale"}
     clock.advance(2)
     assert statuses(http) == {"box-1": "gone"}
+
+
+def test_a_beat_sent_again_keeps_one_entry_with_the_last_fields(
+    http: httpx.Client, clock: FakeClock
+) -> None:
+    # A beat whose answer was lost is sent again: the same name stays one entry, as last sent.
+    for _ in range(2):
+        assert http.post("/supervisors/beat", json=beat("box-1", ["draft"])).status_code == 200
+    clock.advance(1)
+    later = beat("box-1", ["draft", "review"], running=[3], slots=8)
+    assert http.post("/supervisors/beat", json=later).status_code == 200
+    listed = http.get("/supervisors").json()
+    assert [(e["supervisor"], e["states"], e["running"], e["slots"]) for e in listed] == [
+        ("box-1", ["draft", "review"], [3], 8)
+    ]
+    assert listed[0]["seen_at"] == iso(clock.now())
