@@ -386,6 +386,12 @@ def _string_candidates(record: _Record) -> list[str]:
     out = ["", *texts, *(t + "\0" for t in texts)]
     if not texts:
         out.append("x")
+    else:
+        # Beyond spec 10 §3.5.5: "\0", the smallest non-empty string, stands for the region
+        # between "" and the smallest literal, which the spec's list leaves out (a truthy
+        # `ctx['s']` and `ctx['s'] < 'a'` are both true for "\0"). Last, so the examples the
+        # spec's own values find stay the first ones found.
+        out.append("\0")
     return out
 
 

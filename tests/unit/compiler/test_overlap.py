@@ -111,6 +111,10 @@ def prove(a: str, b: str, event: str = "ev") -> Any:
         ("ctx['free']", "ctx['free'] == 0", Exclusive()),
         ("ctx['free']", "ctx['free'] != 0", Overlap("ctx['free'] = -1")),
         ("ctx['free'] in [1]", "ctx['free'] == 1.0", Overlap("ctx['free'] = 1")),
+        # Beyond §3.5.5: "\0" stands for the strings between "" and the smallest literal.
+        ("ctx['s']", "ctx['s'] < 'a'", Overlap("ctx['s'] = '\\x00'")),
+        ("ctx['s'] > 'a'", "ctx['s'] < 'b'", Overlap("ctx['s'] = 'a\\x00'")),
+        ("ctx['s'] == ''", "ctx['s'] > ''", Exclusive()),
     ],
 )
 def test_worked_results(a: str, b: str, verdict: Any) -> None:
