@@ -1,4 +1,11 @@
-"""The control planes table: every live control plane's name, role and last sign (spec 85 §1).
+"""The control planes table (spec 85 §1) and, on Postgres, the wake-up notifications (§2).
+
+`control_planes`: every live control plane's name, role and last sign of life.
+
+`NOTIFY stateous_queued, '<state>'`: sent by the database itself, inside the transaction, when a
+task row becomes `queued` (a new task, a retry) and when a token becomes active again (a resume
+makes its queued task claimable). A trigger cannot miss a path that queues a task, and a
+notification of a savepoint or transaction that rolls back is never delivered.
 
 Revision ID: 0007
 Revises: 0006
@@ -15,6 +22,28 @@ branch_labels = None
 depends_on = None
 
 
+#: The function and triggers that send `stateous_queued` (Postgres only; SQLite has one process).
+NOTIFY_SQL = (
+    """
+    CREATE OR REPLACE FUNCTION stateous_queued() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_notify('stateous_queued', NEW.state);
+        RETURN NULL;
+    END
+    $$
+    """,
+    """
+    CREATE TRIGGER tasks_queued AFTER INSERT OR UPDATE OF status ON tasks
+    FOR EACH ROW WHEN (NEW.status = 'queued') EXECUTE FUNCTION stateous_queued()
+    """,
+    """
+    CREATE TRIGGER tokens_active AFTER UPDATE OF status ON tokens
+    FOR EACH ROW WHEN (NEW.status = 'active' AND OLD.status <> 'active')
+    EXECUTE FUNCTION stateous_queued()
+    """,
+)
+
+
 def upgrade() -> None:
     """Create `control_planes` (empty) and its index on the last sign of life."""
     op.create_table(
@@ -26,6 +55,9 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("name", name="control_planes_pkey"),
     )
     op.create_index("control_planes_seen", "control_planes", ["seen_at"])
+    if op.get_bind().dialect.name == "postgresql":
+        for statement in NOTIFY_SQL:
+            op.execute(statement)
 
 
 def downgrade() -> None:
