@@ -20,13 +20,17 @@ def no_token(token_id: str) -> Exception:
 
 def locked_task(tx: Tx, task_id: int) -> tuple[TaskRecord, TokenRecord]:
     """The task and its token, read again after the family lock; `404` if unknown."""
-    found = q.task_and_token(tx.conn, task_id)
-    if found is not None and tx.locks:
-        tx.lock_id(tx.top_of(found[1]))
-        found = q.task_and_token(tx.conn, task_id)
+    if tx.locks:
+        first = q.task_and_token(tx.conn, task_id)
+        if first is not None:
+            tx.lock_id(tx.top_of(first[1]))
+    # The token's last seq comes with it (after the lock): its ledger rows follow it.
+    found = q.task_token_seq(tx.conn, task_id)
     if found is None:
         raise not_found("task_not_found", f"there is no task {task_id}")
-    return found
+    task, token, seq = found
+    tx.know_seq(token.token, seq)
+    return task, token
 
 
 def check_held(task: TaskRecord, attempt: int | None) -> None:

@@ -82,6 +82,10 @@ class Tx:
             {"token": token, "seq": seq, "at": self.now, "kind": kind, "key": key, "data": data}
         )
 
+    def know_seq(self, token: str, seq: int) -> None:
+        """The token's highest seq as read with it, so its next row needs no read of its own."""
+        self._seq.setdefault(token, seq)
+
     def flush(self) -> None:
         """Insert the buffered ledger rows."""
         rows, self._rows = self._rows, []

@@ -156,6 +156,13 @@ _TASK_AND_TOKEN = (
     .join(tokens, tokens.c.token == tasks.c.token)
     .where(tasks.c.id == bindparam("id"))
 )
+# The same, with the highest seq of the token's ledger, which its next row follows.
+_TASK_TOKEN_SEQ = _TASK_AND_TOKEN.add_columns(
+    select(func.max(ledger.c.seq))
+    .where(ledger.c.token == tasks.c.token)
+    .scalar_subquery()
+    .label("ledger_last_seq")
+)
 _UPDATE_TASK = update(tasks).where(tasks.c.id == bindparam("task_id"))
 _OPEN_TASKS = (
     select(tasks)
@@ -327,6 +334,15 @@ def task_and_token(conn: Connection, task_id: int) -> tuple[TaskRecord, TokenRec
     if row is None:
         return None
     return TaskRecord.from_row(row), TokenRecord.from_row(row, prefix=_TOKEN_PREFIX)
+
+
+def task_token_seq(conn: Connection, task_id: int) -> tuple[TaskRecord, TokenRecord, int] | None:
+    """`task_and_token` and the highest seq of the token's ledger (0 when empty), in one read."""
+    row = conn.execute(_TASK_TOKEN_SEQ, {"id": task_id}).first()
+    if row is None:
+        return None
+    task, token = TaskRecord.from_row(row), TokenRecord.from_row(row, prefix=_TOKEN_PREFIX)
+    return task, token, int(row._mapping["ledger_last_seq"] or 0)
 
 
 def highest_visit(conn: Connection, token: str, state: str) -> int:
