@@ -27,6 +27,8 @@ ROUTES = {
     ("get", "/tokens/{token_id}/memory"), ("get", "/stats"), ("get", "/metrics"),
     ("post", "/tasks/messages"), ("post", "/tokens/batch"),
     ("post", "/supervisors/beat"), ("get", "/supervisors"), ("get", "/inbox"),
+    ("post", "/tokens/{token_id}/retry"), ("post", "/tokens/{token_id}/move"),
+    ("get", "/tokens/{token_id}/why"),
 }  # fmt: skip
 BODIES = {
     "/tokens": "StartBody", "/tokens/{token_id}/events/{event}": "FireBody",
@@ -34,6 +36,7 @@ BODIES = {
     "/tasks/{task}/report": "ReportBody", "/tasks/{task}/note": "NoteBody",
     "/tasks/{task}/memory": "MemoryBody", "/tasks/messages": "MessagesBody",
     "/tokens/batch": "StartsBody", "/supervisors/beat": "BeatBody",
+    "/tokens/{token_id}/retry": "RetryBody", "/tokens/{token_id}/move": "MoveBody",
 }  # fmt: skip
 CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
 

@@ -297,11 +297,52 @@ class InboxEntry(_Open):
     events: list[InboxEvent]
 
 
+class By(BaseModel):
+    """Who acts and why (spec 80 §1)."""
+
+    actor: str = Field(description="1 to 64 printable characters")
+    reason: str = Field(default="", description="0 to 500 characters")
+    via: Literal["cli", "console", "client", "api"] | None = None
+
+
+class RetryBody(BaseModel):
+    """`POST /tokens/{id}/retry` (spec 80 §3)."""
+
+    by: By | None = None
+
+
+class MoveBody(BaseModel):
+    """`POST /tokens/{id}/move` (spec 80 §3)."""
+
+    to: str = Field(description="A state of the token's workflow, not START or END")
+    context: dict[str, Any] | None = None
+    by: By | None = None
+
+
+class Finding(_Open):
+    """One reason a token is not moving (spec 80 §4)."""
+
+    code: Literal[
+        "ended", "paused", "no_supervisor", "queued_behind", "claimed", "supervisor_gone",
+        "retrying", "waiting_outside", "timer", "children", "last_event_refused",
+    ]  # fmt: skip
+    sentence: str
+    since: str = Field(default="", description="Present when the finding has a start time.")
+
+
+class Why(_Open):
+    """`GET /tokens/{id}/why`: the findings, most important first."""
+
+    token: Token
+    findings: list[Finding]
+
+
 _MODELS: list[type[BaseModel]] = [
     Token, Duplicate, HistoryEntry, Grant, Lost, Health, Refusal, TaskRow, TimerRow, MemoryRow,
     Stats, StartBody, FireBody, ClaimBody, HeartbeatBody, ReportBody, NoteBody, MemoryBody,
     Grants, MessagesBody, StartsBody, Answers,
     BeatBody, Supervisor, InboxEntry,
+    By, RetryBody, MoveBody, Finding, Why,
 ]  # fmt: skip
 
 #: (method, path) -> (request body model or None, {status: answer}); an answer is a model, a
@@ -334,6 +375,9 @@ ROUTES: dict[tuple[str, str], tuple[type[BaseModel] | None, dict[int, Answer]]] 
     ("post", "/supervisors/beat"): (BeatBody, {200: Supervisor}),
     ("get", "/supervisors"): (None, {200: [Supervisor]}),
     ("get", "/inbox"): (None, {200: [InboxEntry]}),
+    ("post", "/tokens/{token_id}/retry"): (RetryBody, {200: Token}),
+    ("post", "/tokens/{token_id}/move"): (MoveBody, {200: Token}),
+    ("get", "/tokens/{token_id}/why"): (None, {200: Why}),
 }
 
 #: The refusal statuses of spec 20 §1.7 (and 401 of spec 70 §5), each with the envelope.
@@ -342,10 +386,11 @@ REFUSALS = {
     401: "No or a wrong bearer token, when authentication is on (`unauthorized`)",
     404: "`not_found`, `token_not_found`, `task_not_found`",
     405: "`method_not_allowed`",
-    409: "`event_not_allowed`, `token_not_active`, `child_token`, `task_not_held`, `attempt_over`",
+    409: "`event_not_allowed`, `token_not_active`, `child_token`, `task_not_held`, `attempt_over`, "
+    "`token_not_failed`",
     413: "The body is larger than 1 MiB (`bad_request`)",
     422: "`invalid_argument`, `invalid_context`, `invalid_payload`, `invalid_token_id`, "
-    "`invalid_body`",
+    "`invalid_body`, `unknown_state`",
     500: "`unexpected`",
     503: "`database_busy`, `not_serving`",
 }
