@@ -42,7 +42,7 @@ READ = "stateous_read"
 #: Engine calls that only read: they run beside the shared transactions, never in them.
 #: (`memory` names both the read and the write of task memory, so it runs with the writes.)
 READ_CALLS = frozenset(
-    {"list", "token", "history", "tasks", "token tasks", "timers", "stats", "metrics"}
+    {"list", "token", "history", "tasks", "token tasks", "timers", "stats", "metrics", "why"}
 )
 
 #: Postgres lanes: shared transactions committing at once (SQLite has one writer: one lane).
