@@ -171,8 +171,10 @@ def start_command(
         with control_plane(url, actor) as client:
             _start_file(client, file, reason)
         return
-    if token_id is None:
-        raise ArgumentError("give a token ID, or --file FILE")
+    if token_id is None:  # a syntax mistake (spec 50 §2): the parser's usage message, exit 2
+        ctx = click.get_current_context()
+        param = next(p for p in ctx.command.params if p.name == "token_id")
+        raise click.MissingParameter(ctx=ctx, param=param)
     context = parse_json_object("CONTEXT_JSON", context_json)
     with control_plane(url, actor) as client:
         answer = client.start(token_id, context, reason=reason)
