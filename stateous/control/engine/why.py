@@ -79,7 +79,8 @@ def _findings(tx: Tx, token: TokenRecord) -> Iterator[Finding]:
     healthy = False
     if task is not None:
         found = list(_task_findings(tx, token, task))
-        healthy = [f["code"] for f in found] in (["claimed"], ["queued_behind"])
+        codes = [f["code"] for f in found]
+        healthy = token.status == "active" and codes in (["claimed"], ["queued_behind"])
         yield from found
     if not healthy:
         yield from _timers(tx, token)

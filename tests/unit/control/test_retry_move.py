@@ -395,3 +395,18 @@ def test_move_into_a_parallel_state_whose_children_cannot_start_writes_nothing(
         422, "invalid_context", "the child id 'T.reviews.1.design-review' is taken by another token",
     )  # fmt: skip
     assert engine.rows("T") == before
+
+
+def test_a_retry_repeated_after_a_lost_answer_applies_once(sdlc: Repair) -> None:
+    sdlc.start("T", {"repo": "acme/api"})
+    sdlc.claim("box", ["coding"])
+    sdlc.done(1, "done")
+    sdlc.fail_task(2)
+    sdlc.retry("T")
+    rows = sdlc.rows("T")
+    # The caller did not hear the answer and sends the same retry again.
+    assert refusal(sdlc.retry, "T") == (
+        409, "token_not_failed", "token 'T' is active; only a failed token can be retried",
+    )  # fmt: skip
+    assert sdlc.rows("T") == rows
+    assert [kind for kind, _ in rows].count("retried") == 1

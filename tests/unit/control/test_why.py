@@ -237,3 +237,16 @@ def test_last_event_refused(orders: Why) -> None:
     orders.claim("box", ["draft"])
     orders.done(1, "submitted")  # a new state: the refusal is of the visit before
     assert orders.codes("A") == ["queued_behind"]
+
+
+def test_a_healthy_token_in_a_state_with_a_timeout_gets_one_finding(
+    store: Store, clock: FakeClock
+) -> None:
+    engine = engine_for(store, clock, SDLC)
+    engine.beat("box", ["coding", "testing"])
+    engine.start("T", {"repo": "acme/api"})
+    assert engine.codes("T") == ["queued_behind"]
+    engine.claim("box", ["coding"])
+    assert engine.codes("T") == ["claimed"]
+    engine.pause("T")  # no longer moving: the timeout is listed too
+    assert engine.codes("T") == ["paused", "claimed", "timer"]
