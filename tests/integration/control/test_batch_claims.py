@@ -3,7 +3,10 @@ several grants in one operation, their rows, every refusal, and the replay of a 
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
@@ -292,3 +295,28 @@ def test_concurrent_claims_with_max_never_share_a_task(
     assert taken == list(range(1, 41))
     claimed = rows(served, "SELECT count(*) FROM ledger WHERE kind = 'task_claimed'")
     assert claimed == [(40,)]
+
+
+def test_a_claim_whose_answer_is_lost_on_a_closed_connection_is_replayed(
+    served: RunningApi, client: httpx.Client
+) -> None:
+    start_orders(client, 4)
+    body = json.dumps(
+        {"supervisor": BOX, "states": ["draft"], "max": 3, "request": "lost-1"}
+    ).encode()
+    host, port = served.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as raw:
+        raw.sendall(
+            b"POST /tasks/claim HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            + f"content-length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        raw.shutdown(socket.SHUT_WR)  # the supervisor goes away before reading the answer
+    deadline = time.monotonic() + 10
+    while rows(served, "SELECT request FROM claims") != [("lost-1",)]:
+        assert time.monotonic() < deadline, "the claim was not applied"
+        time.sleep(0.05)
+    again = claim(client, max=3, request="lost-1")
+    assert [(g["task"], g["attempt"]) for g in again.json()["grants"]] == [(1, 1), (2, 1), (3, 1)]
+    assert rows(served, "SELECT count(*) FROM ledger WHERE kind = 'task_claimed'") == [(3,)]
+    assert tasks(served)[3][1] == "queued"
