@@ -233,13 +233,18 @@ def list_tokens(
     conn: Connection, status: str | None, parent: str | None, limit: int
 ) -> list[TokenRecord]:
     """Tokens most recently moved first (entered_at descending, then id ascending)."""
+    query = listing_query(status, parent, limit)
+    return [TokenRecord.from_row(row) for row in conn.execute(query)]
+
+
+def listing_query(status: str | None, parent: str | None, limit: int) -> Select[Any]:
+    """The listing's query: a walk of `tokens_moved` (or `tokens_status`), in their order."""
     query = select(tokens)
     if status is not None:
         query = query.where(tokens.c.status == status)
     if parent is not None:
         query = query.where(tokens.c.parent == parent)
-    query = query.order_by(tokens.c.entered_at.desc(), tokens.c.token.asc()).limit(limit)
-    return [TokenRecord.from_row(row) for row in conn.execute(query)]
+    return query.order_by(tokens.c.entered_at.desc(), tokens.c.token.asc()).limit(limit)
 
 
 def children_of(conn: Connection, parent: str) -> list[TokenRecord]:

@@ -47,9 +47,10 @@ tokens = Table(
 )
 Index("tokens_folded", func.lower(tokens.c.token), unique=True)
 Index("tokens_parent", tokens.c.parent)
-# The listing orders by entered_at descending, optionally filtered by status.
-Index("tokens_moved", tokens.c.entered_at, tokens.c.token)
-Index("tokens_status", tokens.c.status, tokens.c.entered_at)
+# The listing orders by entered_at descending, then the id, optionally filtered by status: the
+# indexes hold that order, so a listing walks them and never sorts (migration 0008).
+Index("tokens_moved", tokens.c.entered_at.desc(), tokens.c.token)
+Index("tokens_status", tokens.c.status, tokens.c.entered_at.desc(), tokens.c.token)
 
 ledger = Table(
     "ledger",
