@@ -4,19 +4,81 @@ Starts real `stateous serve` and `stateous supervise` processes (routines that r
 `tasks: 16`) from a fresh temporary folder, warms up, then starts `--tokens` tokens over HTTP
 with 8 connections and waits until all completed. Throughput is tokens ÷ (last `completed` row −
 first `started` row), both read from the ledger; the latencies are each token's `completed` − its
-`started`. Usage: `python bench/e2e.py [--tokens N] [--db sqlite|postgres] [--supervisors N]`.
+`started`.
+
+It also reports what each token cost: CPU milliseconds per token of `serve` and of `supervise`
+(all supervisors together), from `utime + stime` of `/proc/<pid>/stat` before and after the
+measured run. `--observer` polls `GET /tokens?limit=1000` and `GET /stats` once a second during
+the run, as the console's tokens screen does, and reports its polls and their p50/max time.
+
+Usage: `python bench/e2e.py [--tokens N] [--db sqlite|postgres] [--supervisors N] [--observer]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # after the path is set
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds a process used so far: `utime + stime` of `/proc/<pid>/stat`."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()  # after the command name, which may hold spaces
+    # Fields 14 and 15 of proc(5); fields[0] here is field 3 (the state).
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Observer:
+    """Polls like the console's tokens screen: the 1,000 most recent tokens and the stats, once
+    a second, until stopped; keeps each poll's time."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.polls: list[float] = []
+        self.failures: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> Observer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        with httpx.Client(base_url=self.url, timeout=60) as http:
+            while not self._stop.is_set():
+                began = time.perf_counter()
+                for path in ("/tokens?limit=1000", "/stats"):
+                    answer = http.get(path)
+                    if answer.status_code != 200:
+                        self.failures.append(f"{path}: {answer.status_code}")
+                self.polls.append((time.perf_counter() - began) * 1000)
+                self._stop.wait(max(0.0, 1.0 - (time.perf_counter() - began)))
+
+    def figures(self) -> dict[str, Any]:
+        """The observer's polls, and the p50/max of one poll (both requests), in ms."""
+        if self.failures:
+            raise SystemExit(f"error: {len(self.failures)} poll(s) failed, e.g. {self.failures[0]}")
+        return {
+            "observer_polls": len(self.polls),
+            "observer_poll_p50_ms": round(common.percentile(self.polls, 0.50), 1),
+            "observer_poll_max_ms": round(max(self.polls), 1),
+        }
 
 
 def measure(url: str, db_url: str, tokens: int, prefix: str) -> dict[str, Any]:
@@ -42,7 +104,33 @@ def measure(url: str, db_url: str, tokens: int, prefix: str) -> dict[str, Any]:
     }
 
 
-def run(folder: Path, db_url: str, tokens: int, supervisors: int, tasks: int) -> dict[str, Any]:
+def measure_cost(
+    serve: common.Process,
+    supervisors: list[common.Process],
+    observe: bool,
+    work: Callable[[], dict[str, Any]],
+) -> dict[str, Any]:
+    """Run `work()` (the measured run, answering its figures) and add the CPU per token."""
+    pids = [serve.popen.pid, *(p.popen.pid for p in supervisors)]
+    before = [cpu_seconds(pid) for pid in pids]
+    observer = Observer(serve.url) if observe else None
+    if observer is not None:
+        with observer:
+            figures: dict[str, Any] = work()
+    else:
+        figures = work()
+    used = [cpu_seconds(pid) - b for pid, b in zip(pids, before, strict=True)]
+    per_token = 1000 / figures["tokens"]
+    figures["serve_cpu_ms_per_token"] = round(used[0] * per_token, 3)
+    figures["supervise_cpu_ms_per_token"] = round(sum(used[1:]) * per_token, 3)
+    if observer is not None:
+        figures.update(observer.figures())
+    return figures
+
+
+def run(
+    folder: Path, db_url: str, tokens: int, supervisors: int, tasks: int, observe: bool = False
+) -> dict[str, Any]:
     """Serve, supervise, warm up, measure; everything stopped at the end."""
     made = common.prepare(folder, tasks=tasks, supervisors=supervisors)
     serve = common.start_serve(folder, db_url)
@@ -51,7 +139,12 @@ def run(folder: Path, db_url: str, tokens: int, supervisors: int, tasks: int) ->
         for sup in made:
             running.append(common.start_supervise(sup, serve.url, tasks))
         measure(serve.url, db_url, 50, "warm")
-        return measure(serve.url, db_url, tokens, "bench")
+        return measure_cost(
+            serve,
+            running[1:],
+            observe,
+            lambda: measure(serve.url, db_url, tokens, "bench"),
+        )
     finally:
         for process in reversed(running):
             process.stop()
@@ -64,15 +157,19 @@ def main() -> None:
     parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--supervisors", type=int, default=1)
     parser.add_argument("--tasks", type=int, default=16)
+    parser.add_argument(
+        "--observer", action="store_true", help="poll like the console's tokens screen"
+    )
     args = parser.parse_args()
     with common.fresh_folder() as folder, common.database(args.db, folder) as db_url:
-        figures = run(folder, db_url, args.tokens, args.supervisors, args.tasks)
+        figures = run(folder, db_url, args.tokens, args.supervisors, args.tasks, args.observer)
     common.emit(
         {
             "bench": "e2e",
             "database": args.db,
             "supervisors": args.supervisors,
             "tasks": args.tasks,
+            "observer": args.observer,
             **figures,
         }
     )
