@@ -16,7 +16,7 @@ from stateous.control.engine.tx import EngineConfig
 from stateous.control.store.db import Store
 from stateous.control.store.queries import TokenRecord
 from stateous.model.graph import load_graph
-from tests.support.graphs import SDLC, graph_text, variant
+from tests.support.graphs import ORDERS, SDLC, graph_text, variant
 from tests.unit.control.harness import DEV, Engine, refusal
 
 T0 = datetime(2026, 10, 16, 20, 0, 0)
@@ -410,3 +410,33 @@ def test_a_retry_repeated_after_a_lost_answer_applies_once(sdlc: Repair) -> None
     )  # fmt: skip
     assert sdlc.rows("T") == rows
     assert [kind for kind, _ in rows].count("retried") == 1
+
+
+def test_retry_after_two_guards_matched_enters_the_state_it_was_leaving(
+    store: Store, clock: FakeClock
+) -> None:
+    doc = variant(ORDERS)  # a hand-made graph: compile would refuse these overlapping guards
+    doc["transitions"][3] = {
+        "from": "review", "to": "draft", "on": "reviewed", "when": "payload.note == ''",
+    }  # fmt: skip
+    engine = engine_for(store, clock, doc)
+    engine.start("O", {"title": "first order"})
+    engine.claim("box", ["draft"])
+    engine.done(1, "submitted")
+    engine.claim("box", ["review"])
+    failed = engine.done(2, "reviewed", {"approved": True, "note": ""})
+    assert (failed.status, failed.state, failed.visit) == ("failed", "review", 1)
+    assert engine.rows("O")[-1] == (
+        "failed",
+        {
+            "reason": "'reviewed' from 'review' matched more than one guard ('__end__', 'draft'); "
+            "compile the workflow again, which refuses such guards"
+        },
+    )
+    retried = engine.retry("O")
+    assert (retried.status, retried.state, retried.visit) == ("active", "review", 2)
+    assert engine.rows("O")[-3:] == [
+        ("retried", {"state": "review"}),
+        ("entered", {"state": "review", "visit": 2}),
+        ("task_queued", {"task": 3, "state": "review"}),
+    ]
