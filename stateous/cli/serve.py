@@ -1,4 +1,5 @@
-"""`stateous serve GRAPH [--db URL] [--listen HOST:PORT] [--supervise FOLDER]` (spec 20 §2)."""
+"""`stateous serve GRAPH [--db URL] [--listen HOST:PORT] [--supervise FOLDER] [--replica]`
+(spec 20 §2, spec 85 §1)."""
 
 from __future__ import annotations
 
@@ -34,8 +35,20 @@ from stateous.control.settings import DEFAULT_DB_URL, DEFAULT_LISTEN, Settings
     help="Require 'Authorization: Bearer <token>' with the token in this file "
     "(default: STATEOUS_AUTH_TOKEN when set; else no authentication).",
 )
+@click.option(
+    "--replica",
+    is_flag=True,
+    default=False,
+    help="Serve beside the control plane that holds this Postgres database: every route, "
+    "and its clock only once that one ends (see docs/scaling.md).",
+)
 def serve_command(
-    graph: Path, db_url: str, listen: str, supervise: Path | None, auth_token_file: Path | None
+    graph: Path,
+    db_url: str,
+    listen: str,
+    supervise: Path | None,
+    auth_token_file: Path | None,
+    replica: bool,
 ) -> None:
     """Run the control plane: the HTTP API and the clock, over one database.
 
@@ -56,6 +69,7 @@ def serve_command(
             listen=listen,
             auth_token=token,
             auth_names=tuple(names.items()),
+            replica=replica,
         )
     )
     extra = None

@@ -1,4 +1,8 @@
-"""The single-holder rule (spec 20 §2.3): take, renew and give up the hold on the database."""
+"""The single-holder rule (spec 20 §2.3): take, renew and give up the hold on the database.
+
+A replica (spec 85 §1) starts without the hold and tries the serving lock on each tick; when
+the holder's connection ends, the first replica to try gets it and runs the clock from then on.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import logging
 import os
 import secrets
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -26,6 +31,8 @@ TAKEN = (
     "another control plane took this database; this control plane does no more work; "
     "trying again does not help: stop this server"
 )
+#: Logged by a replica when it becomes the holder (spec 85 §1).
+TOOK = "this control plane took the hold on the database; it runs the clock now"
 
 
 class HoldRefused(StoreError):
@@ -46,7 +53,16 @@ class Hold:
     name: str = field(default_factory=holder_name)
     lapse: timedelta = timedelta(seconds=30)
     renew_every: timedelta = timedelta(seconds=10)
+    #: Whether this control plane holds the database; a replica starts without (spec 85 §1).
+    holding: bool = True
+    #: Called once a replica took the hold (it then runs the clock and the bulk jobs).
+    on_taken: Callable[[], None] | None = None
     _lock_conn: Any = None
+
+    @property
+    def role(self) -> str:
+        """`holder` or `replica`, as `GET /health` and `GET /control-planes` show it."""
+        return "holder" if self.holding else "replica"
 
     def take_and_migrate(self) -> None:
         """Take the hold, then create or upgrade the schema (a second holder never migrates)."""
@@ -90,7 +106,13 @@ class Hold:
         self._lock_conn = conn
 
     def renew(self) -> bool:
-        """One check of the hold; False when another control plane took the database."""
+        """One check of the hold; False when another control plane took the database.
+
+        A replica tries to take the hold instead, and never loses anything (always True).
+        """
+        if not self.holding:
+            self._try_take()
+            return True
         if not self.store.sqlite and not self._pg_lock_alive():
             return False
         with self.store.begin() as conn:
@@ -119,8 +141,43 @@ class Hold:
             log.warning("this control plane took its hold on the database again")
             return True
 
+    def _try_take(self) -> None:
+        """A replica's try (Postgres): the serving lock without waiting, then the row."""
+        if self._lock_conn is None:
+            self._lock_conn = self.store.engine.connect().execution_options(
+                isolation_level="AUTOCOMMIT"
+            )
+        try:
+            got = self._lock_conn.execute(
+                text("SELECT pg_try_advisory_lock(:k)"), {"k": SERVE_KEY}
+            ).scalar()
+            if got:
+                with self.store.begin() as conn:
+                    q.read_control_plane(conn, for_update=True)
+                    self._write(conn)
+        except BaseException:
+            # A dead connection, or the row could not be written: let the lock go with the
+            # connection, and try again on the next tick.
+            self._close_lock()
+            raise
+        if not got:
+            return
+        self.holding = True
+        log.warning(TOOK)
+        if self.on_taken is not None:
+            self.on_taken()
+
+    def _close_lock(self) -> None:
+        with contextlib.suppress(Exception):  # already gone; nothing to close
+            self._lock_conn.close()
+        self._lock_conn = None
+
     def give_up(self) -> None:
         """Clear the row if it still names this process, and end the Postgres lock."""
+        if not self.holding:  # a replica: the row names another control plane, or none
+            if self._lock_conn is not None:
+                self._close_lock()
+            return
         try:
             with self.store.begin() as conn:
                 row = q.read_control_plane(conn, for_update=True)

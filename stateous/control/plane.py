@@ -29,6 +29,8 @@ class Plane:
     config: EngineConfig
     clock: Clock
     serving: bool = True
+    #: `holder`, or `replica` until this control plane takes the hold (spec 85 §1).
+    role: str = "holder"
     wakeups: Wakeups = field(default_factory=Wakeups)
     metrics: Metrics = field(default_factory=Metrics)
 

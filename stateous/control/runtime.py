@@ -23,7 +23,10 @@ from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import StoreError
 from stateous.control.hold import Hold, HoldRefused
 from stateous.control.listen import bind, is_wide, local_url, parse_listen
+from stateous.control.listener import Listener, close_quietly
 from stateous.control.plane import Plane
+from stateous.control.presence import Presence
+from stateous.control.replica import open_replica
 from stateous.control.settings import Settings
 from stateous.control.store import queries as q
 from stateous.control.store.db import Store, make_engine, mask_url
@@ -60,13 +63,19 @@ def _reason(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def open_store(settings: Settings) -> Store:
+    """The database of `--db` (nothing is read yet); refuses a URL that cannot be opened."""
+    try:
+        return Store(make_engine(settings.db_url))
+    except (SQLAlchemyError, ValueError, ImportError) as exc:
+        url = mask_url(settings.db_url)
+        raise StateousError(f"cannot open the database {url}: {_reason(exc)}") from exc
+
+
 def open_plane(settings: Settings, graph: Graph, clock: Clock) -> tuple[Plane, Hold]:
     """Open the database, take the hold, migrate, check the structure (steps 5-6)."""
     url = mask_url(settings.db_url)
-    try:
-        store = Store(make_engine(settings.db_url))
-    except (SQLAlchemyError, ValueError, ImportError) as exc:
-        raise StateousError(f"cannot open the database {url}: {_reason(exc)}") from exc
+    store = open_store(settings)
     hold = Hold(store, clock, lapse=settings.sqlite_hold_lapse, renew_every=settings.since_every)
     try:
         hold.take_and_migrate()
@@ -133,19 +142,54 @@ class ControlPlane:
         self.url = url
         self.lost = False
         self.stop_event = asyncio.Event()
+        app = create_app(
+            plane, auth_token=settings.auth_token, auth_names=dict(settings.auth_names)
+        )
+        app.state.presence_every = settings.since_every  # GET /control-planes (spec 85 §1)
         config = uvicorn.Config(
-            create_app(plane, auth_token=settings.auth_token, auth_names=dict(settings.auth_names)),
-            log_config=None, access_log=False, lifespan="off",
+            app, log_config=None, access_log=False, lifespan="off",
             timeout_graceful_shutdown=int(settings.stop_wait), server_header=False,
             http=protocol_class(),
         )  # fmt: skip
         self.server = _Server(config)
         self.server.on_shutdown = plane.wakeups.close
+        hold.on_taken = self._took_hold
+        self._loop = asyncio.get_running_loop()
+        self.holding = asyncio.Event()
+        if hold.holding:
+            self.holding.set()
+        self.presence = Presence(
+            plane.store, plane.clock, hold.name, lambda: hold.role, settings.since_every
+        )
+        # Wake-ups from the other control planes on the same database (spec 85 §2).
+        self.listener = (
+            None if plane.store.sqlite else Listener(plane.store.engine.url, plane.wakeups)
+        )
+
+    def _took_hold(self) -> None:
+        """A replica took the hold (its clock logged it): it is the holder from now on."""
+        self.plane.role = "holder"
+        # Called in the clock's worker thread: the event belongs to the event loop.
+        self._loop.call_soon_threadsafe(self.holding.set)
 
     async def clock(self) -> None:
-        """The clock (stateous.control.ticker): the hold, lease expiry, timers; every tick."""
-        if not await Ticker(self.plane, self.hold, self.settings.tick).run(self.stop_event):
+        """The clock (stateous.control.ticker): the hold, lease expiry, timers; every tick.
+
+        A replica's clock only tries the hold until it gets it (spec 85 §1)."""
+        hold = self.hold
+        ticker = Ticker(self.plane, hold, self.settings.tick, runs_clock=lambda: hold.holding)
+        if not await ticker.run(self.stop_event):
             self.take_over()
+
+    async def bulk_jobs(self) -> None:
+        """The holder applies bulk jobs beside the clock (spec 80 §2); a replica once it holds."""
+        stop = asyncio.ensure_future(self.stop_event.wait())
+        took = asyncio.ensure_future(self.holding.wait())
+        await asyncio.wait({stop, took}, return_when=asyncio.FIRST_COMPLETED)
+        stop.cancel()
+        took.cancel()
+        if not self.stop_event.is_set():
+            await BulkRunner(self.plane).run(self.stop_event)
 
     def take_over(self) -> None:
         """Another control plane took the database (the clock logged it): refuse requests, stop."""
@@ -162,9 +206,11 @@ class ControlPlane:
 
     async def serve(self, sock: Any, extra: Extra | None) -> int:
         """Run until a stop; answer the exit code."""
+        if self.listener is not None:
+            self.listener.start()
         clock_task = asyncio.create_task(self.clock())
-        # The holder applies bulk jobs beside the clock (spec 80 §2).
-        bulk_task = asyncio.create_task(BulkRunner(self.plane).run(self.stop_event))
+        bulk_task = asyncio.create_task(self.bulk_jobs())
+        presence_task = asyncio.create_task(self.presence.run(self.stop_event))
         serve_task = asyncio.create_task(self.server.serve(sockets=[sock]))
         extra_code: int | None = None
         extra_task = asyncio.create_task(self._extra(extra)) if extra is not None else None
@@ -172,12 +218,15 @@ class ControlPlane:
         self.stop_event.set()
         await clock_task
         await bulk_task
+        await presence_task
+        await to_thread.run_sync(close_quietly, self.listener)
         if extra_task is not None:
             extra_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 extra_code = await extra_task
         if self.lost:
             return 1
+        await to_thread.run_sync(self.presence.leave)
         with contextlib.suppress(Exception):
             await to_thread.run_sync(self.hold.give_up)
         return extra_code or 0
@@ -188,6 +237,14 @@ class ControlPlane:
         code = await extra(self.url)
         self.server.should_exit = True
         return code
+
+
+async def _open(settings: Settings, graph: Graph, clock: Clock) -> tuple[Plane, Hold]:
+    """Step 5-6: the holder's start (spec 20 §2.1), or a replica's (spec 85 §1)."""
+    if not settings.replica:
+        return await to_thread.run_sync(open_plane, settings, graph, clock)
+    store = await to_thread.run_sync(open_store, settings)
+    return await open_replica(settings, graph, clock, store)
 
 
 #: A closed terminal (SIGHUP) stops `serve` as SIGTERM does; Windows has no SIGHUP.
@@ -216,7 +273,11 @@ async def run_control_plane(
     graph = read_graph_file(settings.graph_path)
     sock = bind(listen)
     try:
-        plane, hold = await to_thread.run_sync(open_plane, settings, graph, clock or SystemClock())
+        plane, hold = await _open(settings, graph, clock or SystemClock())
+    except asyncio.CancelledError:  # Ctrl-C while a replica waits for the schema
+        sock.close()
+        print("stopped", file=sys.stderr, flush=True)
+        return 0
     except BaseException:
         sock.close()
         raise

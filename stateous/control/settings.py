@@ -26,3 +26,5 @@ class Settings:
     auth_token: str | None = None  # spec 70 §5: None, no authentication
     #: Every accepted token with its name (spec 80 §1: the actor); empty: `auth_token` alone.
     auth_names: tuple[tuple[str, str | None], ...] = ()
+    #: `--replica` (spec 85 §1): serve beside the holder of a Postgres database.
+    replica: bool = False

@@ -70,6 +70,9 @@ class Ticker:
     plane: Plane
     hold: Renewal | None = None
     interval: float = 1.0
+    #: Whether this control plane runs the clock (a replica: only once it holds the database,
+    #: spec 85 §1); None: always.
+    runs_clock: Callable[[], bool] | None = None
 
     @property
     def interval_text(self) -> str:
@@ -78,6 +81,9 @@ class Ticker:
 
     def tick(self) -> TickResult:
         """One tick, in the order of spec 30 §3.8; never raises."""
+        # Asked before the hold: a replica that takes the hold in this tick runs the clock from
+        # its next one.
+        runs = self.runs_clock is None or self.runs_clock()
         if self.hold is not None:
             try:
                 if not self.hold.renew():
@@ -92,6 +98,8 @@ class Ticker:
                 return TickResult(skipped=True)
         if not self.plane.serving:
             return TickResult(lost=True)
+        if not runs:
+            return TickResult(skipped=True)
         leases, failed_leases, gave_up = self._each(expired_leases, self._expire)
         if gave_up:
             return TickResult(leases, 0, failed_leases)

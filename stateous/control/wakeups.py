@@ -6,8 +6,10 @@ transaction that may have queued a task committed), its wait ends, or the contro
 down. Reading the generation *before* the claim's transaction means a task queued between that
 transaction and the sleep is never missed: the sleep then returns at once.
 
-The control plane serves one database and is its only writer of tasks (spec 20 §2.3), so
-wake-ups inside this process see every queued task.
+Within one process, a commit that may have queued a task wakes every waiting claim. Across
+processes (spec 85 §2: replicas on one Postgres database), the database sends
+`NOTIFY stateous_queued, '<state>'` with such a commit, and each control plane's listener
+(stateous.control.listener) wakes only its claims waiting for that state.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class Wakeups:
         self._lock = threading.Lock()
         self._generation = 0
         self._closed = False
-        self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
+        self._waiters: set[_Waiter] = set()
 
     @property
     def generation(self) -> int:
@@ -59,12 +61,14 @@ class Wakeups:
         if call in QUEUING_CALLS:
             self.notify()
 
-    def notify(self) -> None:
-        """Wake every waiting claim (from any thread)."""
+    def notify(self, state: str | None = None) -> None:
+        """Wake the claims waiting for `state` (a task's own state name), or every one (None);
+        from any thread."""
         with self._lock:
             self._generation += 1
-            waiters, self._waiters = self._waiters, set()
-        for loop, future in waiters:
+            woken = {w for w in self._waiters if state is None or w[2] is None or state in w[2]}
+            self._waiters -= woken
+        for loop, future, _states in woken:
             with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits there now
                 loop.call_soon_threadsafe(_settle, future)
 
@@ -73,13 +77,17 @@ class Wakeups:
         self._closed = True
         self.notify()
 
-    async def wait(self, seen: int, timeout: float) -> None:
-        """Sleep until the generation moves past `seen`, `timeout` seconds pass, or `close()`."""
+    async def wait(self, seen: int, timeout: float, states: frozenset[str] | None = None) -> None:
+        """Sleep until the generation moves past `seen`, `timeout` seconds pass, or `close()`.
+
+        `states`: the task state names the claim serves (a notification for another state does
+        not wake it); None: any.
+        """
         if timeout <= 0:
             return
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
-        entry = (loop, future)
+        entry = (loop, future, states)
         with self._lock:
             if self._closed or self._generation != seen:
                 return
@@ -91,6 +99,10 @@ class Wakeups:
         finally:
             with self._lock:
                 self._waiters.discard(entry)
+
+
+#: A waiting claim: its event loop, the future that wakes it, the state names it waits for.
+_Waiter = tuple[asyncio.AbstractEventLoop, asyncio.Future[None], frozenset[str] | None]
 
 
 def _settle(future: asyncio.Future[None]) -> None:

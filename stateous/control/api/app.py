@@ -16,6 +16,7 @@ from litestar.params import FromPath
 from stateous.control.api import auth, bodies, inbox, longpoll, openapi, operator, supervisors
 from stateous.control.api import batch as batch_routes  # spec 75 §1-3
 from stateous.control.api import bulk as bulk_routes  # spec 80 §1-2
+from stateous.control.api import planes as plane_routes  # spec 85 §1
 from stateous.control.api import repair as repair_routes  # spec 80 §3-4
 from stateous.control.api.acts import by_of
 from stateous.control.api.answers import (
@@ -146,11 +147,11 @@ async def workflow(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 @get("/health")
 async def health(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """The workflow's name and the served graph's checksum."""
+    """The workflow's name, the served graph's checksum and this control plane's role."""
     plane = plane_of(request)
     plane.check_serving()
     graph = plane.config.graph
-    return answer({"workflow": graph.workflow, "checksum": graph.checksum})
+    return answer({"workflow": graph.workflow, "checksum": graph.checksum, "role": plane.role})
 
 
 # --- tasks --------------------------------------------------------------------------------------
@@ -180,7 +181,7 @@ async def claim_task(request: Request[Any, Any, Any]) -> Response[bytes]:
     if not states:
         wait = 0.0  # no task can be queued for no state: nothing to wait for
     gone = partial(longpoll.until_disconnect, request.receive)
-    granted = await longpoll.claim_waiting(plane.wakeups, wait, attempt, gone)
+    granted = await longpoll.claim_waiting(plane.wakeups, wait, attempt, gone, states)
     return no_content() if granted is None else answer(granted)
 
 
@@ -305,6 +306,7 @@ def create_app(
             *inbox.ROUTES,
             *bulk_routes.ROUTES,
             *repair_routes.ROUTES,
+            *plane_routes.ROUTES,
         ],
         middleware=[MetricsMiddleware()],
         exception_handlers={

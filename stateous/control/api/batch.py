@@ -115,7 +115,7 @@ async def claim_several(
     if not states:
         wait = 0.0  # no task can be queued for no state: nothing to wait for
     gone = partial(longpoll.until_disconnect, request.receive)
-    granted = await longpoll.claim_waiting(plane.wakeups, wait, attempt, gone)
+    granted = await longpoll.claim_waiting(plane.wakeups, wait, attempt, gone, states)
     return no_content() if granted is None else answer({"grants": granted})
 
 

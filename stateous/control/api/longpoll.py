@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from stateous.control.errors import invalid
@@ -35,12 +35,16 @@ async def claim_waiting[T](
     wait: float,
     attempt: Callable[[], Awaitable[T | None]],
     gone: Callable[[], Awaitable[Any]] | None = None,
+    states: Sequence[str] | None = None,
 ) -> T | None:
     """Claim at once; with nothing to claim, try again on each wake-up until `wait` ends.
 
     `attempt` runs one claim transaction (None: no task). `gone` resolves when the caller hung
     up: the wait then ends with nothing, so no task is granted to a closed connection.
+    `states`: the claim's states (`<state>` or `<workflow>/<state>`); a notification from
+    another control plane about another state does not wake it (spec 85 §2).
     """
+    names = None if states is None else frozenset(s.rpartition("/")[2] for s in states)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     hangup: asyncio.Future[Any] | None = None
@@ -55,7 +59,7 @@ async def claim_waiting[T](
                 return None
             if gone is not None and hangup is None:
                 hangup = asyncio.ensure_future(gone())
-            sleep = asyncio.ensure_future(wakeups.wait(seen, remaining))
+            sleep = asyncio.ensure_future(wakeups.wait(seen, remaining, names))
             waited = {sleep} if hangup is None else {sleep, hangup}
             done, _ = await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
             if sleep not in done:
