@@ -319,7 +319,8 @@ cancel_command = _steer("cancel", "Cancel a token for good.")
 
 
 retry_command = _steer(
-    "retry", "Retry a failed token: it enters again the state it failed in, as a new visit."
+    "retry",
+    "Retry a failed token where it failed. It enters that state again, as a new visit.",
 )
 
 
@@ -358,7 +359,10 @@ def move_command(
 @click.argument("token_id", metavar="ID")
 @url_option
 def why_command(token_id: str, url: str | None) -> None:
-    """Why is this token not moving? The token's line, then one line per finding."""
+    """Show why a token is not moving.
+
+    Prints the token's line, then one line per finding, the most important first.
+    """
     from stateous.model.findings import finding_lines
 
     with control_plane(url) as client:
