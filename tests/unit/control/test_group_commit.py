@@ -18,6 +18,7 @@ from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import DatabaseBusy, RecordedRefusal, Refusal
 from stateous.control.plane import Plane
 from stateous.control.store.db import Store
+from stateous.control.store.group import Op
 from tests.support.rows import ledger_rows
 
 T1 = datetime(2026, 10, 16, 20, 48, 44, 845389)
@@ -191,3 +192,43 @@ def test_operations_from_many_threads_all_commit(
     assert len(tokens(store)) == 80
     with store.begin() as conn:
         assert conn.execute(text("SELECT count(*) FROM ledger")).scalar() == 80 * len(START_KINDS)
+
+
+def test_two_groups_in_a_deadlock_are_rerun_one_by_one(store: Store) -> None:
+    """Postgres: two lanes' groups wait on each other's family locks; the database stops one
+    group, which is rolled back whole and its operations run again one by one."""
+    if store.sqlite:
+        return  # one lane, one writer: no two groups wait on each other
+    with store.begin() as conn:
+        conn.execute(text("CREATE TABLE applied (name TEXT PRIMARY KEY)"))
+    meeting = threading.Barrier(2, timeout=30)
+    first_started = threading.Event()
+    runs: list[str] = []
+
+    def locking(name: str, key: int, meet: bool) -> Op:
+        def work(conn: Connection) -> str:
+            runs.append(name)
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
+            if meet and runs.count(name) == 1:  # only the first run meets the other group
+                first_started.set()
+                meeting.wait()
+            conn.execute(text("INSERT INTO applied (name) VALUES (:n)"), {"n": name})
+            return name
+
+        return Op("note", work)
+
+    group_a = [locking("a1", 1, True), locking("a2", 2, False)]
+    group_b = [locking("b1", 2, True), locking("b2", 1, False)]
+    store.submit(group_a)
+    assert first_started.wait(30)
+    store.submit(group_b)  # the first lane is busy: a second lane takes it
+    answers = sorted(op.future.result(timeout=60) for op in group_a + group_b)
+    assert answers == ["a1", "a2", "b1", "b2"]
+    with store.begin() as conn:
+        applied = [r[0] for r in conn.execute(text("SELECT name FROM applied ORDER BY name"))]
+    assert applied == ["a1", "a2", "b1", "b2"]
+    # One group ran its two operations twice: together (stopped), then one by one.
+    assert sorted(runs) in (
+        ["a1", "a1", "a2", "a2", "b1", "b2"],
+        ["a1", "a2", "b1", "b1", "b2", "b2"],
+    )
