@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from stateous.model.errors import StateousError
+from stateous.supervisor.beat import Beats
 from stateous.supervisor.claims import ClaimLoop
 from stateous.supervisor.folder import Settings
 from stateous.supervisor.heartbeats import Heartbeats
@@ -53,6 +54,7 @@ class Supervisor(Shared):
         # Through `_take`, so that a test may stand in for the runner.
         self.claims = ClaimLoop(self, self.sender.send_leftovers, lambda body: self._take(body))
         self.heartbeats = Heartbeats(self)
+        self.beats = Beats(self)
 
     @property
     def _stop(self) -> asyncio.Event:
@@ -96,6 +98,7 @@ class Supervisor(Shared):
         heartbeat = asyncio.create_task(self.heartbeats.run())
         status = asyncio.create_task(status_loop(self))
         sender = asyncio.create_task(self.sender.run())
+        beats = asyncio.create_task(self.beats.run())
         write_status(self)
         try:
             await asyncio.create_task(self._claim_loop())
@@ -106,11 +109,14 @@ class Supervisor(Shared):
             if self.forced:
                 await self._forced_exit()
                 return 1
+            beats.cancel()
+            await self.beats.last()
             return 0
         finally:
             heartbeat.cancel()
             status.cancel()
             sender.cancel()
+            beats.cancel()
             write_status(self)
             await self.remote.aclose()
 

@@ -32,6 +32,7 @@ class Timings:
     idle: float = 1.0  # STATEOUS_SUPERVISOR_IDLE: the wait after a claim that got no task
     max_retry: float = 30.0  # STATEOUS_SUPERVISOR_MAX_RETRY: the longest wait between tries
     wait: float = 10.0  # STATEOUS_SUPERVISOR_WAIT: a claim's long-poll wait (spec 70 §2); 0: none
+    beat: float = 10.0  # STATEOUS_SUPERVISOR_BEAT: between the supervisor's beats (spec 80 §5)
 
     @classmethod
     def from_env(cls) -> Timings:
@@ -48,6 +49,7 @@ class Timings:
             idle=read("STATEOUS_SUPERVISOR_IDLE", cls.idle),
             max_retry=read("STATEOUS_SUPERVISOR_MAX_RETRY", cls.max_retry),
             wait=read("STATEOUS_SUPERVISOR_WAIT", cls.wait),
+            beat=read("STATEOUS_SUPERVISOR_BEAT", cls.beat),
         )
 
 

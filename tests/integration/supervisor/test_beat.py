@@ -1,0 +1,97 @@
+"""The supervisor's beat against a real `stateous serve` (spec 80 §5): a real `stateous supervise`
+is `live` in `GET /supervisors` within one beat of its start, with what it serves and runs, and
+`gone` at once after a graceful stop.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import time
+from collections.abc import Iterator
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.integration.supervisor.procs import init_folder, serving, start_supervise, wait_until
+from tests.support import ServeProcess, sqlite_url
+
+DATA = Path(__file__).resolve().parents[2] / "unit" / "supervisor" / "data"
+
+# `coding` waits until the file `release` exists beside the folder, so a task stays running.
+ROUTINE = """
+import time
+from pathlib import Path
+
+from stateous import on_state
+
+from contract import TicketContext, events, states
+
+
+@on_state(states.coding)
+def coding(ctx: TicketContext) -> events.done | events.stuck:
+    while not Path("release").exists():
+        time.sleep(0.05)
+    return events.stuck()
+"""
+
+
+@pytest.fixture
+def plane(tmp_path: Path) -> Iterator[ServeProcess]:
+    graph = tmp_path / "sdlc.json"
+    shutil.copy(DATA / "sdlc.json", graph)
+    with serving(graph, sqlite_url(tmp_path)) as served:
+        yield served
+
+
+@pytest.fixture
+def folder(tmp_path: Path, plane: ServeProcess) -> Path:
+    folder = tmp_path / "beat-supervisor"
+    init_folder(plane.url, folder)
+    (folder / "coding.py").write_text(ROUTINE, encoding="utf-8")
+    (folder / "stateous.yaml").write_text(f"url: {plane.url}\nname: build-box-1\ntasks: 2\n")
+    return folder
+
+
+def entries(url: str) -> list[dict[str, Any]]:
+    """`GET /supervisors`."""
+    answer = httpx.get(f"{url}/supervisors", timeout=10)
+    assert answer.status_code == 200
+    found: list[dict[str, Any]] = answer.json()
+    return found
+
+
+def test_a_supervisor_is_live_within_a_beat_shows_its_tasks_and_is_gone_after_a_stop(
+    plane: ServeProcess, folder: Path
+) -> None:
+    running = start_supervise(folder, env={"STATEOUS_SUPERVISOR_BEAT": "0.5"})
+    try:
+        running.wait_for("build-box-1 serves coding")
+        serving_since = time.monotonic()
+        wait_until(lambda: entries(plane.url) != [], timeout=10, what="the first beat")
+        assert time.monotonic() - serving_since < 2.0  # the first beat comes at start (slack: load)
+        [entry] = entries(plane.url)
+        assert entry["status"] == "live"
+        assert entry["stopping"] is False
+        assert {k: entry[k] for k in ("supervisor", "host", "pid", "version")} == {
+            "supervisor": "build-box-1",
+            "host": socket.gethostname(),
+            "pid": running.process.pid,
+            "version": version("stateous"),
+        }
+        assert (entry["states"], entry["slots"], entry["running"]) == (["coding"], 2, [])
+        answer = httpx.post(f"{plane.url}/tokens", json={"token": "T-1", "context": {"repo": "r"}})
+        assert answer.status_code == 201
+        wait_until(lambda: entries(plane.url)[0]["running"] == [1], timeout=10, what="task 1")
+        assert entries(plane.url)[0]["status"] == "live"
+        (folder.parent / "release").write_text("", encoding="utf-8")
+        wait_until(lambda: entries(plane.url)[0]["running"] == [], timeout=10, what="no task")
+        assert running.stop() == 0
+        [entry] = entries(plane.url)
+        assert (entry["status"], entry["stopping"]) == ("gone", True)
+    finally:
+        if running.process.poll() is None:
+            running.kill()
