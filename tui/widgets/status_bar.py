@@ -11,6 +11,9 @@ from tui.console import Console
 from tui.format import STATUS_STYLES, STATUSES
 from tui.widgets.states import error_colour, unserved_states
 
+INBOX_LIMIT = 1000
+"""The most inbox entries the console asks for (the route's largest `limit`)."""
+
 
 def short_checksum(checksum: object) -> str:
     """`sha256:` and the first 8 hex digits: enough to tell two graph files apart."""
@@ -89,5 +92,7 @@ def render_status(
     if inbox is not None:
         text.append("\n" if not isinstance(counts, dict) else "")
         text.append("inbox ", style="magenta" if inbox else "dim")
-        text.append(f"{len(inbox)}", style="bold" if inbox else "dim")
+        # The console reads at most INBOX_LIMIT entries: more are shown as `1000+`.
+        more = "+" if len(inbox) >= INBOX_LIMIT else ""
+        text.append(f"{len(inbox)}{more}", style="bold" if inbox else "dim")
     return text

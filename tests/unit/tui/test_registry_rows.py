@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from tests.unit.tui.helpers import plain
 from tui.outbox import SupervisorView
 from tui.screens.outboxes import folder_url, registry_row
+from tui.widgets.status_bar import render_status
 
 NOW = datetime(2026, 10, 16, 21, 0, 0, tzinfo=UTC)
 
@@ -30,3 +31,24 @@ def test_a_running_supervisor_shows_the_url_it_uses_else_the_folder_s() -> None:
     assert folder_url(stopped) == "http://127.0.0.1:8080"
     unknown = SupervisorView("f", url=None, running=True, status={})
     assert folder_url(unknown) is None
+
+
+def test_the_header_warns_of_unserved_states_and_counts_the_inbox() -> None:
+    stats = {
+        "tokens": {"active": 2},
+        "states": {
+            "draft": {"queued": 1, "supervisors": 1},
+            "review": {"queued": 3, "supervisors": 0},
+            "done": {"queued": 0, "supervisors": 0},
+            "old": {"queued": 5},  # an older control plane sends no count: no warning
+        },
+    }
+    health = {"workflow": "orders", "checksum": "sha256:0123456789abcdef"}
+    text = render_status("http://cp", health, stats, None, inbox=[{}] * 1000).plain
+    assert text == (
+        "http://cp  orders sha256:01234567  ● connected  ⚠ no supervisor for review\n"
+        "active 2  paused 0  completed 0  failed 0  cancelled 0  inbox 1000+"
+    )
+    assert render_status("http://cp", health, None, None, inbox=[]).plain == (
+        "http://cp  orders sha256:01234567  ● connected\ninbox 0"
+    )
