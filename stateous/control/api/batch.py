@@ -163,7 +163,12 @@ async def send_messages(request: Request[Any, Any, Any]) -> Response[bytes]:
     _supervisor, messages = bodies.messages_args(await read_body(request))
     plane = plane_of(request)
     operations = [message_operation(request, plane, message) for message in messages]
-    return answer({"answers": await run_in_order(request, operations)})
+    answers = await run_in_order(request, operations)
+    # `stateous_reports` counts accepted reports, whichever route carried them.
+    for message, answered in zip(messages, answers, strict=True):
+        if message.type == "report" and answered["status"] == 200:
+            plane.metrics.reports.inc()
+    return answer({"answers": answers})
 
 
 # --- POST /tokens/batch --------------------------------------------------------------------------

@@ -127,6 +127,8 @@ def test_messages_apply_in_order_with_their_single_routes_rows(
         ("task_queued", {"task": 4, "state": "review"}),
     ]
     assert history(client, "O-2") == [("memory_set", {"state": "draft", "memory_key": "k"})]
+    metrics = client.get("/metrics").text.splitlines()
+    assert "stateous_reports_total 1.0" in metrics
     # Each message was its own operation: its own `at` (the same here: the clock stood still).
     ats = {e["at"] for e in client.get("/tokens/O-1/history").json()[5:]}
     assert ats == {iso(clock.now())}
