@@ -109,3 +109,12 @@ def test_a_refusal_of_the_whole_batch_raises(old_plane: str) -> None:
         client.start_many([(f"B-{n}", None) for n in range(2)], batch_size=2)
     assert (caught.value.status, caught.value.code) == (503, "database_busy")
     assert _OldPlane.seen == ["/tokens/batch"]
+
+
+def test_batches_are_split_to_stay_below_1_mib(api: RunningApi) -> None:
+    seen: list[int] = []
+    starts = [(f"W-{n}", {"title": str(n) * 400_000}) for n in range(3)]
+    with Client(api.url) as client:
+        answers = client.start_many(starts, progress=lambda done: seen.append(len(done)))
+    assert [a["status"] for a in answers] == [201, 201, 201]
+    assert seen == [2, 1]
