@@ -208,8 +208,8 @@ def _claimed(tx: Tx, token: TokenRecord, task: TaskRecord) -> Finding:
 def _after_lease(tx: Tx, token: TokenRecord, task: TaskRecord) -> str:
     """What the lease expiry will do (spec 30 §2.10)."""
     body = tx.config.body(token.workflow)
-    spec = body.states[task.state]
-    if task.attempt <= spec.retries:
+    spec = body.states.get(task.state)  # a graph served later may lack it: no retries then
+    if spec is not None and task.attempt <= spec.retries:
         return f"the task is tried again (attempt {task.attempt + 1})"
     if body.transitions_from(task.state, "error"):
         return f"its last attempt fails and {task.state!r} takes 'error'"
