@@ -169,10 +169,16 @@ class _progress:
     def __enter__(self) -> Any:
         if not sys.stderr.isatty() or self.total == 0:
             return lambda done: None
+        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+        # On stderr, so that stdout carries only the summary (and can go to a file or a pipe).
         self.bar = Progress(
-            TextColumn("starting"), BarColumn(), MofNCompleteColumn(), transient=True
+            TextColumn("starting"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            console=Console(stderr=True),
+            transient=True,
         )
         self.bar.start()
         task = self.bar.add_task("start", total=self.total)

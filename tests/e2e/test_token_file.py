@@ -4,6 +4,10 @@ JSON Lines, CSV, bad lines, the summary and each refusal, and the exit code."""
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -140,3 +144,36 @@ def test_an_id_and_a_file_or_neither(cp: ServeProcess, tmp_path: Path) -> None:
         "started 0, already there 0, refused 0\n",
         "",
     )
+
+
+def test_a_progress_bar_on_a_terminal(cp: ServeProcess, tmp_path: Path) -> None:
+    path = tmp_path / "bar.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"token": f"P-{n}", "context": {"repo": "r"}}) + "\n" for n in range(600)
+        )
+    )
+    main, other = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "STATEOUS_URL"}
+    done = subprocess.run(
+        [sys.executable, "-m", "stateous", "token", "start", "--file", str(path), "--url", cp.url],
+        stdout=subprocess.PIPE,
+        stderr=other,
+        env={**env, "COLUMNS": "80", "TERM": "xterm"},
+        timeout=60,
+        check=False,
+    )
+    os.close(other)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(main)
+    assert done.returncode == 0
+    assert done.stdout == b"started 600, already there 0, refused 0\n"
+    assert b"starting" in seen and b"600/600" in seen
