@@ -99,7 +99,7 @@ def script(urls: list[str]) -> list[tuple[int, Any]]:
 
     states = ["draft", "review"]
     verdict = {"approved": True, "note": ""}
-    steps = [
+    steps: list[tuple[str, str, dict[str, Any]]] = [
         ("POST", "/tokens", {"json": {"token": "ORDER-1", "context": {"title": "first order"}}}),
         ("POST", "/tokens", {"json": {"token": "ORDER-1", "context": {"title": "first order"}}}),
         ("POST", "/tokens", {"json": {"token": "order-1", "context": {"title": "x"}}}),
@@ -247,7 +247,7 @@ def _serving(url: str) -> str | None:
     with psycopg.connect(url) as conn:
         row = conn.execute("SELECT serving FROM control_plane").fetchone()
     assert row is not None
-    return row[0]
+    return None if row[0] is None else str(row[0])
 
 
 def _history(url: str, token: str) -> list[tuple[str, Any]]:
