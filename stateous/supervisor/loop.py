@@ -1,9 +1,11 @@
 """`stateous supervise` (spec 40 §4): the `Supervisor` that wires its parts together.
 
-One asyncio loop runs the heartbeat loop (`heartbeats`), the claim loop (`claims`), one task per
-grant (`runner`: an `async def` routine directly, a `def` routine in a daemon thread of its own)
-and, per grant, the sender (`sender`) that delivers the grant's notes and memory writes in order,
-before its report. Start-up is in `startup`, the shared state and retry policy in `shared`.
+One asyncio loop runs the heartbeat loop (`heartbeats`), the beat (`beat`), the claim loop
+(`claims`), one task per grant (`runner`: an `async def` routine directly, a `def` routine in a
+daemon thread of its own) and one sender for every grant (`sender`), which delivers each grant's
+notes and memory writes in order, before its report, several at once when they are ready
+together. Start-up is in `startup`, `.stateous/status.json` in `status`, the shared state and
+the retry policy in `shared`.
 """
 
 from __future__ import annotations

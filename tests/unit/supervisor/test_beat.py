@@ -94,9 +94,9 @@ async def test_beats_at_start_every_interval_and_at_a_graceful_stop(
     times = [at for at, _ in plane.beats]
     bodies = [body for _, body in plane.beats]
     assert times[0] - started < 0.05  # at start
-    assert 4 <= len(bodies) <= 7
+    assert 3 <= len(bodies) <= 7  # 0.45 s of beats every 0.1 s, on a busy machine too
     gaps = [b - a for a, b in itertools.pairwise(times[:-1])]  # the stop's beat comes at once
-    assert all(0.08 <= gap < 0.3 for gap in gaps)
+    assert all(0.08 <= gap < 0.4 for gap in gaps)
     expected = {
         "supervisor": "box-1",
         "host": socket.gethostname(),
@@ -141,7 +141,7 @@ async def test_beats_go_on_while_a_claim_waits(tmp_path: Path, outbox: Outbox) -
     running = asyncio.create_task(sup.run())
     await asyncio.sleep(0.45)
     assert plane.claims == 1
-    assert len(plane.beats) >= 4
+    assert len(plane.beats) >= 3
     running.cancel()
     await asyncio.wait({running})
     await sup.remote.aclose()
