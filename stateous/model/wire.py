@@ -99,10 +99,11 @@ class HeartbeatWire(TypedDict):
 
 
 class HealthWire(TypedDict):
-    """The answer of `GET /health`."""
+    """The answer of `GET /health`; `role` (spec 85 §1): `holder` or `replica`."""
 
     workflow: str
     checksum: str
+    role: NotRequired[str]
 
 
 class RefusalWire(TypedDict):

@@ -28,7 +28,7 @@ ROUTES = {
     ("post", "/tasks/messages"), ("post", "/tokens/batch"),
     ("post", "/supervisors/beat"), ("get", "/supervisors"), ("get", "/inbox"),
     ("post", "/tokens/{token_id}/retry"), ("post", "/tokens/{token_id}/move"),
-    ("get", "/tokens/{token_id}/why"),
+    ("get", "/tokens/{token_id}/why"), ("get", "/control-planes"),
 }  # fmt: skip
 BODIES = {
     "/tokens": "StartBody", "/tokens/{token_id}/events/{event}": "FireBody",

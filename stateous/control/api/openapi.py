@@ -82,10 +82,11 @@ class Lost(_Open):
 
 
 class Health(_Open):
-    """The served workflow and the graph file's checksum."""
+    """The served workflow, the graph file's checksum and this control plane's role."""
 
     workflow: str
     checksum: str
+    role: Literal["holder", "replica"]
 
 
 class Refusal(_Open):
@@ -284,6 +285,15 @@ class InboxEvent(_Open):
     payload_schema: dict[str, Any] | None
 
 
+class ControlPlane(_Open):
+    """A live control plane on the database (spec 85 §1)."""
+
+    name: str
+    role: Literal["holder", "replica"]
+    started_at: str
+    seen_at: str
+
+
 class InboxEntry(_Open):
     """A waiting task of a live token (spec 80 §6)."""
 
@@ -341,7 +351,7 @@ _MODELS: list[type[BaseModel]] = [
     Token, Duplicate, HistoryEntry, Grant, Lost, Health, Refusal, TaskRow, TimerRow, MemoryRow,
     Stats, StartBody, FireBody, ClaimBody, HeartbeatBody, ReportBody, NoteBody, MemoryBody,
     Grants, MessagesBody, StartsBody, Answers,
-    BeatBody, Supervisor, InboxEntry,
+    BeatBody, Supervisor, InboxEntry, ControlPlane,
     By, RetryBody, MoveBody, Finding, Why,
 ]  # fmt: skip
 
@@ -378,6 +388,7 @@ ROUTES: dict[tuple[str, str], tuple[type[BaseModel] | None, dict[int, Answer]]] 
     ("post", "/tokens/{token_id}/retry"): (RetryBody, {200: Token}),
     ("post", "/tokens/{token_id}/move"): (MoveBody, {200: Token}),
     ("get", "/tokens/{token_id}/why"): (None, {200: Why}),
+    ("get", "/control-planes"): (None, {200: [ControlPlane]}),
 }
 
 #: The refusal statuses of spec 20 §1.7 (and 401 of spec 70 §5), each with the envelope.
