@@ -12,11 +12,12 @@ reruns the operations of a group one by one when the database stopped it for a d
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -102,8 +103,14 @@ class Lanes:
                 threading.Thread(target=self._lane, name="stateous-commit", daemon=True).start()
 
     def _lane(self) -> None:
-        while (group := self._take()) is not None:
-            self._run(group)
+        try:
+            while (group := self._take()) is not None:
+                self._run(group)
+        except BaseException:  # never leave the queue without a lane that counts as alive
+            with self._cond:
+                self._alive -= 1
+            log.exception("a lane of shared transactions stopped")
+            raise
 
     def _take(self) -> list[Op] | None:
         """Everything queued (up to the group's limit); None when idle for long: the lane ends."""
@@ -129,10 +136,13 @@ class Lanes:
             log.exception("a shared transaction failed unexpectedly")
             outcomes = [_failure(exc) for _ in group]
         for op, (ok, value) in zip(group, outcomes, strict=True):
-            if ok:
-                op.future.set_result(value)
-            else:
-                op.future.set_exception(value)
+            # A request whose client went away cancelled its future; its operation ran anyway
+            # (as an answer lost on the way), and the others of the group must still hear.
+            with contextlib.suppress(InvalidStateError):
+                if ok:
+                    op.future.set_result(value)
+                else:
+                    op.future.set_exception(value)
 
 
 Outcome = tuple[bool, Any]

@@ -232,3 +232,19 @@ def test_two_groups_in_a_deadlock_are_rerun_one_by_one(store: Store) -> None:
         ["a1", "a1", "a2", "a2", "b1", "b2"],
         ["a1", "a2", "b1", "b1", "b2", "b2"],
     )
+
+
+def test_a_cancelled_wait_does_not_stop_the_group(store: Store) -> None:
+    """A request whose client went away cancels its future: the group still answers the rest."""
+    release = threading.Event()
+    busy = Op("note", lambda conn: release.wait(30))
+    store.submit([busy])
+    gone = Op("note", lambda conn: release.wait(30) and "ran")
+    kept = Op("note", lambda conn: "answered")
+    store.submit([gone])
+    store.submit([kept])
+    assert gone.future.cancel()
+    release.set()
+    assert busy.future.result(timeout=30) is True
+    assert kept.future.result(timeout=30) == "answered"
+    assert gone.future.cancelled()
