@@ -187,10 +187,12 @@ class Sender:
 
     async def _answered_batch(self, messages: list[Message], answers: list[Answer]) -> set[int]:
         """Act on each message's own answer; removals of a batch share one commit."""
-        pairs = list(zip(messages, answers, strict=True))
-        # Retried alone (no answer for it), or handled by the rules of a refused report.
-        later = [(m, a) for m, a in pairs if a.status in _NO_ANSWER or _is_refused_report(m, a)]
-        plain = [(m, a) for m, a in pairs if (m, a) not in later]
+        plain: list[tuple[Message, Answer]] = []
+        later: list[tuple[Message, Answer]] = []  # sent again alone, or a refused report
+        for pair in zip(messages, answers, strict=True):
+            message, answer = pair
+            again = answer.status in _NO_ANSWER or _is_refused_report(message, answer)
+            (later if again else plain).append(pair)
         logs = [self._plain(m, a) for m, a in plain]
         await asyncio.to_thread(self.shared.outbox.remove_many, [m.id for m, _ in plain])
         for line in logs:

@@ -415,3 +415,37 @@ async def test_the_messages_of_a_lost_grant_are_not_sent(tmp_path: Path, outbox:
     sender.cancel()
     await sup.remote.aclose()
     assert plane.requests == []
+
+
+async def test_a_report_refused_in_a_batch_is_followed_by_its_failure_report(
+    tmp_path: Path, outbox: Outbox, caplog: pytest.LogCaptureFixture
+) -> None:
+    invalid = {"status": 422, "body": {"error": "the context is bad", "code": "invalid_context"}}
+
+    async def plane_answer(method: str, path: str, body: dict[str, Any]) -> httpx.Response:
+        if path == "/tasks/1/report":
+            return httpx.Response(200, json=TOKEN)
+        answers = [accepted(m["type"]) for m in body["messages"]]
+        answers[3] = invalid  # the report of task 1
+        return httpx.Response(200, json={"answers": answers})
+
+    plane = Plane(plane_answer)
+    sup = supervisor(tmp_path, outbox, plane)
+    with caplog.at_level(logging.INFO, logger="stateous.supervisor"):
+        assert await sup.sender.send(messages_of(outbox)) == set()
+    await sup.remote.aclose()
+    assert plane.paths() == ["/tasks/messages", "/tasks/1/report"]
+    assert plane.requests[1][2] == {
+        "kind": "failed",
+        "error": "the control plane refused the report: the context is bad",
+        "context": None,
+        "schedules": [],
+        "attempt": 1,
+        "supervisor": "box-1",
+    }
+    assert outbox.pending() == []
+    assert [r.getMessage() for r in caplog.records] == [
+        "task 2 of O-2: reported waiting",
+        "task 1 of O-1: the control plane refused the report: the context is bad",
+        "task 1 of O-1: reported failed",
+    ]
