@@ -6,7 +6,7 @@ import getpass
 import json
 import os
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import quote
@@ -14,7 +14,7 @@ from urllib.parse import quote
 import httpx
 
 from stateous.client.errors import ClientError, NotFound, Refused, Unreachable
-from stateous.client.url import check_url
+from stateous.client.url import check_urls
 
 BODY_EXCERPT = 200
 """A refusal without an `error` sentence shows at most this many characters of its body."""
@@ -45,14 +45,17 @@ class Client:
 
     def __init__(
         self,
-        url: str,
+        url: str | Sequence[str],
         *,
         timeout: float = 30.0,
         auth_token: str | None = None,
         actor: str | None = None,
         via: str = "client",
     ) -> None:
-        self.url = check_url(url)
+        #: Every control plane to use (spec 85 §3: a list, or URLs separated by commas); `url` is
+        #: the one in use, the next after a failover.
+        self.urls = check_urls(url)
+        self.url = self.urls[0]
         self.timeout = timeout
         #: Who acts (spec 80 §1): sent as `by` with each change, with the call's `reason`.
         self.actor = actor
@@ -287,15 +290,29 @@ class Client:
         params: dict[str, str] | None = None,
         headers: dict[bytes, bytes] | None = None,
     ) -> Any:
-        """Send one request and decode the answer, or raise the matching `ClientError`."""
-        try:
-            response = self._http.request(
-                method, self.url + path, json=body, params=params, headers=headers
-            )
-        except httpx.RequestError as exc:
-            raise Unreachable(
-                f"cannot reach the control plane at {self.url}: {transport_detail(exc)}"
-            ) from None
+        """Send one request and decode the answer, or raise the matching `ClientError`.
+
+        With several URLs (spec 85 §3), a request that surely did nothing there (no connection,
+        or `503 not_serving`) is sent to the next one at once; any other failure moves the next
+        call on to the next URL, and is raised (the request may have been applied).
+        """
+        for left in range(len(self.urls) - 1, -1, -1):
+            try:
+                response = self._http.request(
+                    method, self.url + path, json=body, params=params, headers=headers
+                )
+            except httpx.RequestError as exc:
+                failed = Unreachable(
+                    f"cannot reach the control plane at {self.url}: {transport_detail(exc)}"
+                )
+                self._fail_over()
+                if left and isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+                    continue
+                raise failed from None
+            if response.status_code == 503 and left and _code(response) == "not_serving":
+                self._fail_over()
+                continue
+            break
         if response.status_code >= 400:
             raise refusal(response, self.url)
         try:
@@ -305,6 +322,20 @@ class Client:
                 f"the control plane at {self.url} answered {response.status_code} with "
                 "something that is not JSON; check the URL"
             ) from None
+
+    def _fail_over(self) -> None:
+        """Use the next URL from now on (the first again after the last)."""
+        self.url = self.urls[(self.urls.index(self.url) + 1) % len(self.urls)]
+
+
+def _code(response: httpx.Response) -> str | None:
+    """The refusal code of an answer, if it has the envelope."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    code = body.get("code") if isinstance(body, dict) else None
+    return code if isinstance(code, str) else None
 
 
 def default_actor() -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Sequence
 from urllib.parse import SplitResult, urlsplit
 
 from stateous.client.errors import ClientError
@@ -36,6 +37,23 @@ def check_url(url: str) -> str:
     if not valid_host(parts.hostname or ""):
         raise ClientError(f"{shown(url)} has a host that is not valid: {HOST_RULE}")
     return url
+
+
+def split_urls(value: str | Sequence[str]) -> list[str]:
+    """Several control planes' URLs (spec 85 §3): a list, or one string of URLs separated by
+    commas (`STATEOUS_URL`, `--url`, `url:` in stateous.yaml); blanks around each are dropped."""
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    return [part.strip() for part in parts if part.strip()]
+
+
+def check_urls(value: str | Sequence[str]) -> list[str]:
+    """Each URL of `value` checked as `check_url` does; at least one (else `ClientError`)."""
+    urls = [check_url(url) for url in split_urls(value)]
+    if not urls:
+        raise ClientError(
+            "no control plane URL was given; write, for example, http://127.0.0.1:8080"
+        )
+    return urls
 
 
 def _detail(exc: ValueError) -> str:

@@ -71,6 +71,15 @@ class _Values(BaseModel):
     name: str | None = Field(default=None, min_length=1, max_length=128)
 
 
+def urls_of(url: object) -> list[object]:
+    """The URLs of `url:`: a YAML list, or a string of URLs separated by commas."""
+    if isinstance(url, list):
+        return list(url) or [""]
+    if isinstance(url, str) and "," in url:
+        return [part.strip() for part in url.split(",") if part.strip()] or [url]
+    return [url]
+
+
 def url_problem(url: object) -> str | None:
     """Why `url` is not a control plane's address (the text after `url: `), or None."""
     text = str(url)
@@ -134,9 +143,10 @@ def _settings_values(folder: Path, raw: object) -> dict[str, Any]:
     if url is None:
         problems.append("url: missing")
     else:
-        problem = url_problem(url)
-        if problem is not None:
-            problems.append(f"url: {problem}")
+        # Several control planes on one database (spec 85 §3): a list, or URLs with commas.
+        urls = urls_of(url)
+        problems += [f"url: {p}" for p in map(url_problem, urls) if p is not None]
+        url = ", ".join(str(one).rstrip("/") for one in urls)
     values = _Values()
     try:
         values = _Values.model_validate({k: v for k, v in raw.items() if k in ("tasks", "name")})

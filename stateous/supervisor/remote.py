@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+
+from stateous.client.url import split_urls
 
 __all__ = ["Answer", "NoAnswer", "Remote", "UnreadableAnswer"]
 
@@ -58,20 +61,21 @@ class Answer:
 
 
 class Remote:
-    """An HTTP client bound to one control plane's base URL."""
+    """An HTTP client of one control plane, or of several on one database (spec 85 §3): `url`
+    is a list, or URLs separated by commas; the one in use is `url`."""
 
     def __init__(
         self,
-        url: str,
+        url: str | Sequence[str],
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         auth_token: str | None = None,
     ) -> None:
-        self.url = url
+        self.urls = [u.rstrip("/") for u in split_urls(url)] or [str(url)]
+        self.url = self.urls[0]
         # The bearer token of spec 70 §5 goes with every call when the folder has one.
         headers = {"Authorization": f"Bearer {auth_token}"} if auth_token else {}
         self._client = httpx.AsyncClient(
-            base_url=url,
             timeout=REQUEST_TIMEOUT,
             transport=transport,
             trust_env=False,
@@ -79,17 +83,40 @@ class Remote:
         )
 
     async def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Answer:
-        """One request; an Answer for any status but 502/503/504, else NoAnswer."""
+        """One request; an Answer for any status but 502/503/504, else NoAnswer.
+
+        With several URLs, a transport error or `503 not_serving` moves on to the next: at once
+        when the request surely did nothing there (no connection, `not_serving`), else from the
+        next call (the caller's retry, which the replay rules make safe).
+        """
+        for left in range(len(self.urls) - 1, -1, -1):
+            try:
+                return await self._call_one(method, path, body)
+            except _Next as failed:
+                self._fail_over()
+                if not (left and failed.untouched):
+                    raise NoAnswer(failed.text) from None
+        raise AssertionError("unreachable")
+
+    def _fail_over(self) -> None:
+        self.url = self.urls[(self.urls.index(self.url) + 1) % len(self.urls)]
+
+    async def _call_one(self, method: str, path: str, body: dict[str, Any] | None) -> Answer:
         try:
-            response = await self._client.request(method, path, json=body)
+            response = await self._client.request(method, self.url + path, json=body)
         except httpx.HTTPError as exc:
             reason = str(exc).strip() or type(exc).__name__
-            raise NoAnswer(f"cannot reach the control plane at {self.url} ({reason})") from None
+            untouched = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+            raise _Next(
+                f"cannot reach the control plane at {self.url} ({reason})", untouched
+            ) from None
         try:
             parsed = response.json() if response.content else None
         except ValueError:
             parsed = _Unreadable(response.text)
         answer = Answer(response.status_code, parsed)
+        if answer.status == 503 and answer.code == "not_serving":
+            raise _Next(self._no_answer(answer), untouched=True)
         if response.status_code in _NO_ANSWER_STATUSES:
             raise NoAnswer(self._no_answer(answer))
         if not answer.ok and isinstance(parsed, _Unreadable):
@@ -113,6 +140,15 @@ class Remote:
     async def aclose(self) -> None:
         """Close the connections."""
         await self._client.aclose()
+
+
+class _Next(Exception):
+    """This URL gave no answer; `untouched`: the request surely did nothing there."""
+
+    def __init__(self, text: str, untouched: bool) -> None:
+        super().__init__(text)
+        self.text = text
+        self.untouched = untouched
 
 
 @dataclass(frozen=True)
