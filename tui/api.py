@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
+import socket
 from typing import Any
 from urllib.parse import quote
 
@@ -31,6 +33,27 @@ class Unreachable(StateousError):
     """No answer came: the connection failed, timed out, or the answer was not JSON."""
 
     code = "unreachable"
+
+
+def console_actor() -> str:
+    """Who acts from this console (spec 80 §1): `$STATEOUS_ACTOR`, else login@host."""
+    given = os.environ.get("STATEOUS_ACTOR", "").strip()
+    if given:
+        return given[:64]
+    try:
+        login = getpass.getuser()
+    except (KeyError, OSError):
+        login = "someone"
+    return f"{login}@{socket.gethostname()}"[:64]
+
+
+def console_by(reason: str | None = None) -> dict[str, Any]:
+    """The `by` the console sends with every change: `via: "console"`, and the reason given."""
+    by: dict[str, Any] = {"actor": console_actor()}
+    if reason:
+        by["reason"] = reason[:500]
+    by["via"] = "console"
+    return by
 
 
 def segment(value: str) -> str:
@@ -181,7 +204,7 @@ class ControlPlane:
     async def start(self, token: str, context: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
         """`POST /tokens`; answer (created, token)."""
         status, body = await self.request(
-            "POST", "/tokens", body={"token": token, "context": context}
+            "POST", "/tokens", body={"token": token, "context": context, "by": console_by()}
         )
         return status == 201, dict(body)
 
@@ -190,14 +213,46 @@ class ControlPlane:
     ) -> tuple[bool, dict[str, Any]]:
         """`POST /tokens/{id}/events/{event}`; answer (duplicate, token)."""
         headers = {"Idempotency-Key": key} if key else None
-        body = {} if payload is None else {"payload": payload}
+        body: dict[str, Any] = {} if payload is None else {"payload": payload}
+        body["by"] = console_by()
         path = f"/tokens/{segment(token)}/events/{segment(event)}"
         answer = dict((await self.request("POST", path, body=body, headers=headers))[1])
         if answer.get("duplicate") is True and isinstance(answer.get("token"), dict):
             return True, dict(answer["token"])
         return False, answer
 
-    async def steer(self, token: str, action: str) -> dict[str, Any]:
+    async def steer(self, token: str, action: str, reason: str | None = None) -> dict[str, Any]:
         """`POST /tokens/{id}/pause|resume|cancel`; the token after it."""
         path = f"/tokens/{segment(token)}/{action}"
-        return dict((await self.request("POST", path, body={}))[1])
+        return dict((await self.request("POST", path, body={"by": console_by(reason)}))[1])
+
+    # Bulk jobs of spec 80 §2.
+    async def bulk(
+        self,
+        action: str,
+        selection: dict[str, Any],
+        *,
+        event: str | None = None,
+        payload: dict[str, Any] | None = None,
+        dry_run: bool = False,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """`POST /bulk`: a dry run's `{matched, tokens}`, else the new job's `{job, matched}`."""
+        body: dict[str, Any] = {"action": action, "filter": selection}
+        if event is not None:
+            body["event"] = event
+        if payload is not None:
+            body["payload"] = payload
+        if dry_run:
+            body["dry_run"] = True
+        else:
+            body["by"] = console_by(reason)
+        return dict((await self.request("POST", "/bulk", body=body))[1])
+
+    async def bulk_jobs(self, *, limit: int = 100) -> list[dict[str, Any]]:
+        """`GET /bulk`: the jobs, newest first."""
+        return list(await self.get("/bulk", limit=limit))
+
+    async def bulk_job(self, job: int) -> dict[str, Any]:
+        """`GET /bulk/{job}`: one job and its progress."""
+        return dict(await self.get(f"/bulk/{job}"))

@@ -16,6 +16,7 @@ from textual.screen import Screen
 
 from tui.api import ControlPlane, Refused, Unreachable
 from tui.console import Console
+from tui.screens.bulk import BulkScreen
 from tui.screens.help import HelpScreen
 from tui.screens.inbox import InboxScreen
 from tui.screens.leases import LeasesScreen
@@ -44,12 +45,14 @@ class ConsoleApp(App[None]):
         "leases": LeasesScreen,
         "outboxes": OutboxesScreen,
         "inbox": InboxScreen,
+        "bulk": BulkScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("t", "show('tokens')", "Tokens"),
         Binding("l", "show('leases')", "Leases"),
         Binding("o", "show('outboxes')", "Outboxes"),
         Binding("i", "show('inbox')", "Inbox"),
+        Binding("b", "show('bulk')", "Bulk jobs"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
     ]
@@ -62,6 +65,8 @@ class ConsoleApp(App[None]):
     """The last answer of `GET /stats`."""
     inbox: var[list[dict[str, Any]] | None] = var(None, always_update=True)
     """The last answer of `GET /inbox` (spec 80 §6); None when the plane has none."""
+    job: var[dict[str, Any] | None] = var(None, always_update=True)
+    """The bulk job started from this console, as last polled (spec 80 §2)."""
     unreachable: var[str | None] = var(None)
     """Why the control plane cannot be reached now; None while it answers."""
 
@@ -87,6 +92,7 @@ class ConsoleApp(App[None]):
         self._notices = tuple(notices)
         self.frozen = frozen
         self._token_screen: TokenScreen | None = None
+        self._job_id: int | None = None
         """Tests freeze the clock and the cursor blink so that snapshots are stable."""
 
     # ------------------------------------------------------------------ life
@@ -134,6 +140,17 @@ class ConsoleApp(App[None]):
             self.stats = stats
         # A control plane older than spec 80 refuses it (404): no inbox is shown then.
         self.inbox = await self.call(self.plane.inbox(), quiet=True)
+        if self._job_id is not None:
+            job = await self.call(self.plane.bulk_job(self._job_id), quiet=True)
+            if job is not None:
+                self.job = job
+                if job.get("status") != "running":
+                    self._job_id = None  # the bar keeps how it ended
+
+    def follow_job(self, job: int) -> None:
+        """Show a bulk job's progress in the status bar until it ends."""
+        self._job_id = job
+        self.poll_plane()
 
     async def call(self, request: Awaitable[T], *, quiet: bool = False) -> T | None:
         """Await one request: None when it failed; an unreachable plane shows the banner.

@@ -43,6 +43,13 @@ class Console(Protocol):
         """The last answer of `GET /inbox`; None when the control plane has no inbox."""
 
     @property
+    def job(self) -> dict[str, Any] | None:
+        """The bulk job the console follows (spec 80 §2), as last polled; None: none."""
+
+    def follow_job(self, job: int) -> None:
+        """Follow a bulk job in the status bar until it ends."""
+
+    @property
     def unreachable(self) -> str | None:
         """Why the control plane cannot be reached now; None while it answers."""
 

@@ -1,288 +1,12 @@
-"""Who did it and bulk actions on the command line (spec 80 §1-2).
-
-`--reason` and `--as` on the token commands; `token pause|resume|cancel|retry|fire --where …`
-(count, first ids, a `[y/N]` confirmation, a progress bar that follows the job); and
-`stateous bulk list|show|stop`.
-"""
+"""`stateous bulk list|show|stop`: the bulk jobs of spec 80 §2 (start them with
+`stateous token ... --where`)."""
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
-
 import click
 
-from stateous.client import Client
-from stateous.model.errors import StateousError
-from stateous.model.history import by_suffix, local_datetime
-
-ACTOR_ENV = "STATEOUS_ACTOR"
-"""Who the CLI says acts, when `--as` is not given (spec 80 §1)."""
-SHOWN = 10  # ids printed before a confirmation
-POLL = 0.3  # seconds between two looks at a running job
-
-
-class SelectionError(StateousError):
-    """A `--where` selection that cannot be used."""
-
-    code = "invalid_argument"
-
-
-# ---------------------------------------------------------------- who and why
-
-
-def by_options(func: Callable[..., None]) -> Callable[..., None]:
-    """`--reason TEXT` and `--as NAME` (spec 80 §1)."""
-    func = click.option(
-        "--as", "actor", metavar="NAME", default=None,
-        help=f"Who acts, for the token's history and the audit (default: ${ACTOR_ENV}; with "
-        "--reason alone, your login name and host).",
-    )(func)  # fmt: skip
-    return click.option(
-        "--reason",
-        "reason",
-        metavar="TEXT",
-        default=None,
-        help="Why, for the history and the audit.",
-    )(func)
-
-
-def cli_actor(given: str | None) -> str | None:
-    """`--as`, else `$STATEOUS_ACTOR` when set; None lets a `--reason` default it."""
-    return given or os.environ.get(ACTOR_ENV, "").strip() or None
-
-
-# ---------------------------------------------------------------- the selection
-
-
-@dataclass(frozen=True)
-class Where:
-    """The `--where` flags of a token command."""
-
-    where: bool
-    status: tuple[str, ...]
-    state: tuple[str, ...]
-    prefix: str | None
-    before: str | None
-    after: str | None
-    context: tuple[str, ...]
-    yes: bool
-    dry_run: bool
-
-    @property
-    def given(self) -> bool:
-        """Whether any selection flag was given."""
-        return bool(self.status or self.state or self.prefix or self.before or self.after) or bool(
-            self.context or self.yes or self.dry_run
-        )
-
-
-def where_options(func: Callable[..., None]) -> Callable[..., None]:
-    """`--where` and the selection flags of spec 80 §2."""
-    options = [
-        click.option("--where", "where", is_flag=True,
-                     help="Act on every top token the flags below select, as one bulk job."),
-        click.option("--status", "status", metavar="S", multiple=True,
-                     help="With --where: tokens of this status (repeatable)."),
-        click.option("--state", "state", metavar="S", multiple=True,
-                     help="With --where: tokens in this state (repeatable)."),
-        click.option("--prefix", "prefix", metavar="P", default=None,
-                     help="With --where: token ids that start with P."),
-        click.option("--before", "before", metavar="TIME", default=None,
-                     help="With --where: tokens that entered their state before TIME (ISO 8601)."),
-        click.option("--after", "after", metavar="TIME", default=None,
-                     help="With --where: tokens that entered their state after TIME (ISO 8601)."),
-        click.option("--context", "context", metavar="KEY=JSON", multiple=True,
-                     help="With --where: tokens whose context KEY equals the JSON value (repeatable)."),
-        click.option("--yes", "yes", is_flag=True, help="With --where: do not ask for a yes."),
-        click.option("--dry-run", "dry_run", is_flag=True,
-                     help="With --where: print what matches, and stop."),
-    ]  # fmt: skip
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
-def where_of(values: dict[str, Any]) -> Where:
-    """Take the selection flags out of a command's keyword arguments."""
-    names = ("where", "status", "state", "prefix", "before", "after", "context", "yes", "dry_run")
-    return Where(**{name: values.pop(name) for name in names})
-
-
-def check_where(where: Where, token_id: str | None) -> None:
-    """A token ID or `--where`, not both; the selection flags only with `--where`."""
-    if where.where and token_id is not None:
-        raise SelectionError("give a token ID or --where, not both")
-    if not where.where and where.given:
-        raise SelectionError("the selection flags (--status, --state, ...) need --where")
-    if not where.where and token_id is None:
-        raise SelectionError("give a token ID, or --where and the flags that select tokens")
-
-
-def selection(where: Where) -> dict[str, Any]:
-    """The `filter` of `POST /bulk`."""
-    found: dict[str, Any] = {}
-    if where.status:
-        found["status"] = list(where.status)
-    if where.state:
-        found["state"] = list(where.state)
-    if where.prefix is not None:
-        found["prefix"] = where.prefix
-    if where.before is not None:
-        found["entered_before"] = where.before
-    if where.after is not None:
-        found["entered_after"] = where.after
-    if where.context:
-        found["context"] = dict(_context_pair(text) for text in where.context)
-    return found
-
-
-def _context_pair(text: str) -> tuple[str, Any]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise SelectionError(f"--context takes KEY=JSON, such as customer='\"acme\"', not {text!r}")
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        raise SelectionError(
-            f"--context {key}: {value!r} is not JSON; a text is written in quotes, "
-            f"such as {key}='\"{value}\"'"
-        ) from None
-
-
-# ---------------------------------------------------------------- a bulk run
-
-
-def count_line(matched: int, tokens: Sequence[str]) -> str:
-    """`1,204 tokens match: T-1, T-2, ... and 1,194 more` (the oldest first)."""
-    if matched == 0:
-        return "no tokens match"
-    shown = list(tokens[:SHOWN])
-    more = matched - len(shown)
-    noun = "token matches" if matched == 1 else "tokens match"
-    tail = f" and {more:,} more" if more > 0 else ""
-    return f"{matched:,} {noun}: {', '.join(shown)}{tail}"
-
-
-def run_where(
-    client: Client,
-    action: str,
-    where: Where,
-    reason: str | None,
-    event: str | None = None,
-    payload: dict[str, Any] | None = None,
-) -> None:
-    """Count, confirm, start the job and follow it (spec 80 §2)."""
-    found = selection(where)
-    preview = client.bulk(action, found, event=event, payload=payload, dry_run=True)
-    matched = int(preview.get("matched", 0))
-    click.echo(count_line(matched, [str(t) for t in preview.get("tokens", [])]))
-    if where.dry_run or matched == 0:
-        return
-    if not where.yes and not _confirmed(action, matched):
-        click.echo("nothing done")
-        return
-    job = client.bulk(action, found, event=event, payload=payload, reason=reason)
-    job_id = int(job["job"])
-    count = int(job["matched"])
-    click.echo(f"job {job_id}: {action} {count:,} {'token' if count == 1 else 'tokens'}")
-    try:
-        final = follow(client, job_id)
-    except KeyboardInterrupt:
-        click.echo(f"\nthe job goes on; see it with: stateous bulk show {job_id}")
-        return
-    click.echo(summary_line(final))
-
-
-def _confirmed(action: str, matched: int) -> bool:
-    noun = "token" if matched == 1 else "tokens"
-    if not sys.stdin.isatty():
-        raise StateousError(
-            f"{action} {matched:,} {noun} needs a yes, and there is no terminal to ask in; "
-            "add --yes",
-            code="not_confirmed",
-        )
-    answer = click.prompt(
-        f"{action} {matched:,} {noun}? [y/N]", default="", show_default=False, prompt_suffix=" "
-    )
-    return str(answer).strip().lower() in ("y", "yes")
-
-
-def handled(job: dict[str, Any]) -> int:
-    """Tokens acted on or skipped."""
-    return int(job.get("done", 0)) + sum(int(n) for n in dict(job.get("skipped", {})).values())
-
-
-def follow(client: Client, job_id: int) -> dict[str, Any]:
-    """Poll the job until it ends; a progress bar on a terminal."""
-    job = client.bulk_job(job_id)
-    if not sys.stdout.isatty():
-        while job["status"] == "running":
-            time.sleep(POLL)
-            job = client.bulk_job(job_id)
-        return job
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    columns = (TextColumn(f"job {job_id} {job['action']}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn())  # fmt: skip
-    with Progress(*columns, transient=True) as progress:
-        bar = progress.add_task("job", total=max(1, int(job["matched"])))
-        while True:
-            progress.update(bar, completed=handled(job))
-            if job["status"] != "running":
-                return job
-            time.sleep(POLL)
-            job = client.bulk_job(job_id)
-
-
-def skipped_text(job: dict[str, Any]) -> str:
-    """`4 skipped (token_not_active 3, event_not_allowed 1)`, or `none skipped`."""
-    skipped = dict(job.get("skipped", {}))
-    total = sum(int(n) for n in skipped.values())
-    if not total:
-        return "none skipped"
-    parts = ", ".join(f"{code} {int(n):,}" for code, n in skipped.items())
-    return f"{total:,} skipped ({parts})"
-
-
-def summary_line(job: dict[str, Any]) -> str:
-    """`job 7 finished: 1,200 done, 4 skipped (token_not_active 4)`."""
-    return f"job {job['job']} {job['status']}: {int(job['done']):,} done, {skipped_text(job)}"
-
-
-def job_line(job: dict[str, Any]) -> str:
-    """One job in `bulk list`."""
-    progress = f"{handled(job):,}/{int(job['matched']):,}"
-    created = local_datetime(job.get("created_at"))
-    return f"{job['job']}  {job['action']}  {job['status']}  {progress}  {created}" + by_suffix(
-        job.get("by")
-    )
-
-
-def show_lines(job: dict[str, Any]) -> list[str]:
-    """`bulk show JOB`."""
-    event = f" {job['event']}" if job.get("event") else ""
-    finished = local_datetime(job["finished_at"]) if job.get("finished_at") else "-"
-    return [
-        f"job {job['job']}: {job['action']}{event}, {job['status']}" + by_suffix(job.get("by")),
-        "filter: " + json.dumps(job.get("filter", {}), ensure_ascii=False),
-        f"matched {int(job['matched']):,}, {int(job['done']):,} done, {skipped_text(job)}",
-        f"created {local_datetime(job.get('created_at'))}, finished {finished}",
-    ]
-
-
-# ---------------------------------------------------------------- stateous bulk
-
-
-def _url_option(func: Callable[..., None]) -> Callable[..., None]:
-    # token.py imports this module for its options, so the same option is written here.
-    help_text = "The control plane. Default: $STATEOUS_URL when set, else http://127.0.0.1:8080."
-    return click.option("--url", "url", metavar="URL", default=None, help=help_text)(func)
+from stateous.cli.token import control_plane, url_option
+from stateous.cli.where import job_line, show_lines
 
 
 @click.group(
@@ -295,11 +19,9 @@ def bulk_group() -> None:
 
 
 @bulk_group.command("list")
-@_url_option
+@url_option
 def list_command(url: str | None) -> None:
     """The bulk jobs, newest first: id, action, status, progress, when, who."""
-    from stateous.cli.token import control_plane
-
     with control_plane(url) as client:
         jobs = client.bulk_jobs()
     if not jobs:
@@ -310,11 +32,9 @@ def list_command(url: str | None) -> None:
 
 @bulk_group.command("show")
 @click.argument("job", metavar="JOB", type=click.IntRange(min=1))
-@_url_option
+@url_option
 def show_command(job: int, url: str | None) -> None:
     """One bulk job: its filter, progress and skipped tokens by code."""
-    from stateous.cli.token import control_plane
-
     with control_plane(url) as client:
         found = client.bulk_job(job)
     for line in show_lines(found):
@@ -323,11 +43,9 @@ def show_command(job: int, url: str | None) -> None:
 
 @bulk_group.command("stop")
 @click.argument("job", metavar="JOB", type=click.IntRange(min=1))
-@_url_option
+@url_option
 def stop_command(job: int, url: str | None) -> None:
     """Stop a running bulk job; what it did stays done."""
-    from stateous.cli.token import control_plane
-
     with control_plane(url) as client:
         found = client.stop_bulk(job)
     for line in show_lines(found):

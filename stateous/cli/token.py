@@ -12,7 +12,14 @@ from typing import Any
 
 import click
 
-from stateous.cli.bulk import by_options, check_where, cli_actor, run_where, where_of, where_options
+from stateous.cli.where import (
+    by_options,
+    check_where,
+    cli_actor,
+    run_where,
+    where_of,
+    where_options,
+)
 from stateous.client import Client, ClientError
 from stateous.client.url import DEFAULT_URL
 from stateous.model.errors import StateousError

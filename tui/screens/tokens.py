@@ -7,7 +7,7 @@ from functools import partial
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from stateous.model.history import display_state
 from tui.format import STATUSES, duration, parse_time, status_text
 from tui.schema import state_key
+from tui.screens.bulk import BulkConfirmScreen
 from tui.screens.steering import STEERING_BINDINGS, SteeringScreen
 from tui.widgets import Banner, StatesPanel, StatusBar
 from tui.widgets.polling import PollingScreen
@@ -79,6 +80,7 @@ class TokensScreen(PollingScreen, SteeringScreen):
         Binding("enter", "open", "Open", show=False),
         Binding("slash", "search", "Search", key_display="/"),
         Binding("h", "children", "Children"),
+        Binding("asterisk", "select_all", "Select all", key_display="*"),
         *STEERING_BINDINGS,
         Binding("0", "status(None)", "All statuses", show=False),
         Binding("1", "status('active')", "Active only", show=False),
@@ -97,6 +99,8 @@ class TokensScreen(PollingScreen, SteeringScreen):
         self.state_filter: str | None = None
         self.prefix = ""
         self.hide_children = False
+        self.selection: dict[str, Any] | None = None
+        """With `*` (spec 80 §2): the filter whose every token `p` `r` `c` `f` act on."""
         self._keys: list[str] = []
         self._fixed: dict[tuple[object, ...], list[Cell]] = {}
         self._filters_shown = ""
@@ -192,6 +196,8 @@ class TokensScreen(PollingScreen, SteeringScreen):
         ]
         if shown is not None:
             parts.append(f"{shown} of the {len(self.listing)} most recently moved")
+        if self.selection is not None:
+            parts.append(f"selected: every token where {selection_text(self.selection)} (*)")
         text = " · ".join(parts)
         if text != self._filters_shown:
             self._filters_shown = text
@@ -271,7 +277,8 @@ class TokensScreen(PollingScreen, SteeringScreen):
             self.query_one("#tokens", TokenList).focus()
 
     def action_clear(self) -> None:
-        """Clear the id and state filters, and hide the search."""
+        """Clear the id and state filters and the selection, and hide the search."""
+        self.selection = None
         search = self.query_one("#search", Input)
         search.value = ""
         search.remove_class("-shown")
@@ -279,6 +286,84 @@ class TokensScreen(PollingScreen, SteeringScreen):
         self.state_filter = None
         self.render_rows()
         self.query_one("#tokens", TokenList).focus()
+
+    # ------------------------------------------------------------------ bulk (spec 80 §2)
+
+    def current_filter(self) -> dict[str, Any]:
+        """The bulk filter of the filters shown: status, state, id prefix (top tokens only)."""
+        found: dict[str, Any] = {}
+        if self.status_filter is not None:
+            found["status"] = [self.status_filter]
+        if self.state_filter is not None:
+            found["state"] = [self.state_filter]
+        if self.prefix:
+            found["prefix"] = self.prefix
+        return found
+
+    def action_select_all(self) -> None:
+        """Select every token that matches the current filter, or clear the selection."""
+        if self.selection is not None:
+            self.selection = None
+            self.notify("selection cleared")
+        else:
+            self.selection = self.current_filter()
+            self.notify(
+                f"every token where {selection_text(self.selection)}: p r c f act on all of "
+                "them, * or esc clears",
+                title="selected",
+            )
+        self._show_filters()
+
+    def action_steer(self, action: str) -> None:
+        """Pause or resume the token under the cursor, or every selected token."""
+        if self.selection is None:
+            super().action_steer(action)
+        else:
+            self.bulk(action, self.selection)
+
+    def action_cancel(self) -> None:
+        """Cancel the token under the cursor, or every selected token."""
+        if self.selection is None:
+            super().action_cancel()
+        else:
+            self.bulk("cancel", self.selection)
+
+    def action_fire(self) -> None:
+        """Fire at the token under the cursor, or at every selected token."""
+        if self.selection is None:
+            super().action_fire()
+        else:
+            self.bulk("fire", self.selection)
+
+    @work(exclusive=True, group="steer")
+    async def bulk(self, action: str, selection: dict[str, Any]) -> None:
+        """Count by a dry run, confirm with a reason, start the job; the status bar follows it."""
+        plane = self.console.plane
+        # The match does not depend on the action; a fire's dry run would need its event first.
+        preview = await self.console.call(
+            plane.bulk("pause" if action == "fire" else action, selection, dry_run=True)
+        )
+        if preview is None:
+            return
+        matched = int(preview.get("matched") or 0)
+        if matched == 0:
+            self.notify(f"no token where {selection_text(selection)}", severity="warning")
+            return
+        tokens = [str(t) for t in preview.get("tokens") or []]
+        question = BulkConfirmScreen(action, matched, tokens, selection_text(selection))
+        choice = await self.app.push_screen_wait(question)
+        if choice is None:
+            return
+        job = await self.console.call(
+            plane.bulk(action, selection, event=choice.event, payload=choice.payload,
+                       reason=choice.reason or None)
+        )  # fmt: skip
+        if job is None:
+            return
+        self.console.follow_job(int(job["job"]))
+        self.notify(f"bulk job {job['job']}: {action} {int(job['matched']):,} tokens", title=action)
+        self.selection = None
+        self._show_filters()
 
     def palette_commands(self) -> list[Any]:
         """The palette's commands of this screen: filters and steering."""
@@ -299,6 +384,18 @@ class TokensScreen(PollingScreen, SteeringScreen):
         commands.append(SystemCommand("Hide or show children", "(h)", self.action_children))
         commands.extend(steering_commands(self))
         return commands
+
+
+def selection_text(selection: dict[str, Any]) -> str:
+    """`status active, state draft, id T-*`, or `any` for the empty filter."""
+    parts = []
+    if selection.get("status"):
+        parts.append("status " + ", ".join(selection["status"]))
+    if selection.get("state"):
+        parts.append("state " + ", ".join(selection["state"]))
+    if selection.get("prefix"):
+        parts.append(f"id {selection['prefix']}*")
+    return ", ".join(parts) or "any (all top tokens)"
 
 
 def steering_commands(screen: SteeringScreen) -> list[Any]:

@@ -9,6 +9,7 @@ from textual.widgets import Static
 
 from tui.console import Console
 from tui.format import STATUS_STYLES, STATUSES
+from tui.jobs import job_status_line
 from tui.widgets.states import error_colour, unserved_states
 
 INBOX_LIMIT = 1000
@@ -39,6 +40,7 @@ class StatusBar(Static):
         self.watch(self.app, "stats", self._redraw)
         self.watch(self.app, "unreachable", self._redraw)
         self.watch(self.app, "inbox", self._redraw)
+        self.watch(self.app, "job", self._redraw)
 
     _shown: Text | None = None
 
@@ -51,6 +53,7 @@ class StatusBar(Static):
             app.unreachable,
             inbox=app.inbox,
             error=error_colour(self.app.current_theme),
+            job=app.job,
         )
         # An update lays the screen out again: only when the bar really changed.
         if self._shown is None or text != self._shown:
@@ -66,6 +69,7 @@ def render_status(
     *,
     inbox: list[dict[str, Any]] | None = None,
     error: str = "red",
+    job: dict[str, Any] | None = None,
 ) -> Text:
     """The bar's text: `URL  workflow sha256:…  ● connected  ⚠ no supervisor for review`, then
     `active 3  paused 1 …  inbox 2`."""
@@ -95,4 +99,7 @@ def render_status(
         # The console reads at most INBOX_LIMIT entries: more are shown as `1000+`.
         more = "+" if len(inbox) >= INBOX_LIMIT else ""
         text.append(f"{len(inbox)}{more}", style="bold" if inbox else "dim")
+    if job is not None:  # the bulk job this console started (spec 80 §2)
+        running = job.get("status") == "running"
+        text.append("  " + job_status_line(job), style="bold yellow" if running else "dim")
     return text

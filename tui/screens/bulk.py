@@ -1,0 +1,186 @@
+"""Bulk jobs in the console (spec 80 §2): the `b` screen of jobs, and the confirmation that a
+selection's `p` `r` `c` `f` ask for (the action, the count from a dry run, a reason field)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, DataTable, Footer, Input, Label, Static
+
+from stateous.model.history import by_suffix
+from tui.format import local_time
+from tui.jobs import progress_text
+from tui.widgets import Banner, StatusBar
+from tui.widgets.polling import PollingScreen
+from tui.widgets.tables import add_columns, fill
+
+COLUMNS = (
+    ("job", "job"),
+    ("action", "action"),
+    ("status", "status"),
+    ("progress", "progress"),
+    ("skipped", "skipped"),
+    ("created", "created"),
+    ("by", "by"),
+)
+EMPTY = "No bulk jobs. On the tokens screen, * selects every token of the filter; p r c f act."
+STATUS_STYLES = {"running": "green", "finished": "dim", "stopped": "yellow"}
+
+
+def skipped_text(job: dict[str, Any]) -> str:
+    """`token_not_active 3, ...`, or `-`."""
+    skipped = job.get("skipped")
+    if not isinstance(skipped, dict) or not skipped:
+        return "-"
+    return ", ".join(f"{code} {int(n):,}" for code, n in skipped.items())
+
+
+def job_row(job: dict[str, Any]) -> list[Text]:
+    """One row of the `b` screen."""
+    status = str(job.get("status"))
+    action = str(job.get("action")) + (f" {job['event']}" if job.get("event") else "")
+    return [
+        Text(str(job.get("job")), style="bold", justify="right"),
+        Text(action, style="cyan"),
+        Text(status, style=STATUS_STYLES.get(status, "")),
+        Text(progress_text(job), justify="right"),
+        Text(skipped_text(job), style="dim"),
+        Text(local_time(job.get("created_at"), with_date=True), style="dim"),
+        Text(by_suffix(job.get("by")).strip(" []") or "-"),
+    ]
+
+
+class BulkScreen(PollingScreen):
+    """`b`: the bulk jobs, newest first, with their progress."""
+
+    TITLE = "bulk jobs"
+    AUTO_FOCUS = "#bulk"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.jobs: list[dict[str, Any]] = []
+
+    def compose(self) -> ComposeResult:
+        """Status bar, banner, a hint, the jobs, footer."""
+        yield StatusBar()
+        yield Banner()
+        yield Static("", classes="filters", id="bulk-hint")
+        yield DataTable(id="bulk", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Columns, then poll."""
+        add_columns(self, {"bulk": COLUMNS})
+        self.start_polling()
+
+    async def fetch(self) -> None:
+        """`GET /bulk`."""
+        jobs = await self.console.call(self.console.plane.bulk_jobs(), quiet=True)
+        if jobs is None:
+            return
+        self.jobs = jobs
+        fill(self.query_one("#bulk", DataTable), [job_row(j) for j in jobs],
+             [str(j.get("job")) for j in jobs])  # fmt: skip
+        running = sum(1 for j in jobs if j.get("status") == "running")
+        noun = "job" if len(jobs) == 1 else "jobs"
+        hint = f"{len(jobs)} {noun}, {running} running" if jobs else EMPTY
+        self.query_one("#bulk-hint", Static).update(hint)
+
+
+@dataclass(frozen=True)
+class BulkChoice:
+    """What the confirmation answered: the reason (may be empty), and a fire's event."""
+
+    reason: str
+    event: str | None = None
+    payload: dict[str, Any] | None = None
+
+
+class BulkConfirmScreen(ModalScreen[BulkChoice | None]):
+    """`cancel 1,204 tokens?` with the first ids, a reason field (and for fire, the event)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "no", "No")]
+
+    def __init__(self, action: str, matched: int, tokens: list[str], selection: str) -> None:
+        super().__init__()
+        self.action = action
+        self.matched = matched
+        self.tokens = tokens
+        self.selection = selection
+
+    def question(self) -> str:
+        """The question, the selection and the first ids."""
+        noun = "token" if self.matched == 1 else "tokens"
+        first = ", ".join(self.tokens[:5]) + (" ..." if self.matched > 5 else "")
+        return (
+            f"{self.action} {self.matched:,} {noun}?\n"
+            f"every token where {self.selection}\n{first}\n"
+            "One bulk job acts on each, and goes on if the console closes."
+        )
+
+    def compose(self) -> ComposeResult:
+        """The question, the event and payload (fire), the reason, two buttons."""
+        with Vertical(classes="dialog"):
+            yield Label(self.question(), classes="question", id="question")
+            if self.action == "fire":
+                yield Input(placeholder="event", id="event")
+                yield Input(placeholder="payload (a JSON object, optional)", id="payload")
+            yield Input(placeholder="reason (optional, kept in each token's history)", id="reason")
+            yield Label("", classes="error", id="error")
+            with Horizontal(classes="buttons"):
+                yield Button(f"{self.action.capitalize()} them", variant="error", id="yes")
+                yield Button("No (esc)", variant="primary", id="no")
+
+    def on_mount(self) -> None:
+        """The first field takes the keys; nothing happens without the yes button."""
+        first = "#event" if self.action == "fire" else "#reason"
+        self.query_one(first, Input).focus()
+
+    @on(Button.Pressed, "#yes")
+    def _yes(self) -> None:
+        reason = self.query_one("#reason", Input).value.strip()
+        if self.action != "fire":
+            self.dismiss(BulkChoice(reason))
+            return
+        event = self.query_one("#event", Input).value.strip()
+        text = self.query_one("#payload", Input).value.strip()
+        problem, payload = _payload(text)
+        if not event:
+            problem = "name the event to fire"
+        if problem:
+            self.query_one("#error", Label).update(problem)
+            return
+        self.dismiss(BulkChoice(reason, event, payload))
+
+    @on(Input.Submitted)
+    def _submitted(self, submitted: Input.Submitted) -> None:
+        # Enter moves to the next field; on the reason it presses nothing: the button decides.
+        if submitted.input.id != "reason":
+            self.focus_next()
+        else:
+            self.query_one("#yes", Button).focus()
+
+    @on(Button.Pressed, "#no")
+    def action_no(self) -> None:
+        """Close without acting."""
+        self.dismiss(None)
+
+
+def _payload(text: str) -> tuple[str, dict[str, Any] | None]:
+    if not text:
+        return "", None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        return f"the payload is not JSON: {exc}", None
+    if not isinstance(value, dict):
+        return 'the payload is a JSON object, such as {"approved": true}', None
+    return "", value
