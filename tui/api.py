@@ -73,6 +73,16 @@ def _refusal(response: httpx.Response) -> Refused:
     return Refused(response.status_code, "error", text)
 
 
+def _code(response: httpx.Response) -> str | None:
+    """The refusal code of an answer, if it has the envelope."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    code = body.get("code") if isinstance(body, dict) else None
+    return code if isinstance(code, str) else None
+
+
 class ControlPlane:
     """The routes of spec 20 and 70 that the console uses, over one `httpx.AsyncClient`.
 
@@ -88,12 +98,14 @@ class ControlPlane:
         timeout: float = 10.0,
         auth_token: str | None = None,
     ) -> None:
-        self.url = url.rstrip("/")
+        # Several control planes on one database (spec 85 §3): URLs separated by commas; `url`
+        # is the one in use.
+        self.urls = [part.strip().rstrip("/") for part in url.split(",") if part.strip()]
+        self.urls = self.urls or [url.rstrip("/")]
+        self.url = self.urls[0]
         token = auth_token if auth_token is not None else os.environ.get("STATEOUS_AUTH_TOKEN")
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._client = httpx.AsyncClient(
-            base_url=self.url, transport=transport, timeout=timeout, headers=headers
-        )
+        self._client = httpx.AsyncClient(transport=transport, timeout=timeout, headers=headers)
 
     async def close(self) -> None:
         """Close the connection pool."""
@@ -113,14 +125,23 @@ class ControlPlane:
         Raises `Refused` for a status of 400 or more and `Unreachable` when no JSON answer came.
         """
         clean = {k: v for k, v in (params or {}).items() if v is not None}
-        try:
-            response = await self._client.request(
-                method, path, params=clean, json=body, headers=headers
-            )
-        except httpx.TimeoutException:
-            raise Unreachable("no answer within the time limit") from None
-        except httpx.HTTPError as exc:
-            raise Unreachable(str(exc) or type(exc).__name__) from None
+        for left in range(len(self.urls) - 1, -1, -1):
+            try:
+                response = await self._client.request(
+                    method, self.url + path, params=clean, json=body, headers=headers
+                )
+            except httpx.HTTPError as exc:
+                # No answer: the next URL from now on; at once when nothing was sent.
+                self._fail_over()
+                if left and isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+                    continue
+                if isinstance(exc, httpx.TimeoutException):
+                    raise Unreachable("no answer within the time limit") from None
+                raise Unreachable(str(exc) or type(exc).__name__) from None
+            if left and response.status_code == 503 and _code(response) == "not_serving":
+                self._fail_over()
+                continue
+            break
         if response.status_code >= 400:
             raise _refusal(response)
         if response.status_code == 204:
@@ -131,6 +152,9 @@ class ControlPlane:
             raise Unreachable(
                 f"answered {response.status_code} with something that is not JSON; check the URL"
             ) from None
+
+    def _fail_over(self) -> None:
+        self.url = self.urls[(self.urls.index(self.url) + 1) % len(self.urls)]
 
     async def get(self, path: str, **params: Any) -> JSON:
         """GET `path` with the query `params` (None values left out); the JSON answer."""

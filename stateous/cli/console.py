@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from stateous.client.errors import ClientError
-from stateous.client.url import DEFAULT_URL, check_url
+from stateous.client.url import DEFAULT_URL, check_urls
 from stateous.model.errors import StateousError
 
 URL_ENV = "STATEOUS_URL"
@@ -56,7 +56,8 @@ def console_command(url: str | None, supervisors: tuple[str, ...], refresh: floa
     path = settings_path()
     settings, warning = load_settings(path)
     try:
-        chosen = check_url(resolve_console_url(url, settings.url))
+        # Several control planes (spec 85 §3): URLs separated by commas, each checked.
+        chosen = ", ".join(check_urls(resolve_console_url(url, settings.url)))
     except ClientError as exc:
         raise StateousError(str(exc)) from None
     folders = tuple(str(Path(f)) for f in supervisors)

@@ -182,3 +182,29 @@ def test_stateous_yaml_takes_a_list_of_urls(tmp_path: Path) -> None:
     assert str(raised.value) == (
         f"cannot use {tmp_path}/stateous.yaml: url: 'ftp://x' is not an http:// or https:// address"
     )
+
+
+def test_the_consoles_client_moves_on(pair: tuple[ServeProcess, ServeProcess]) -> None:
+    from tui.api import ControlPlane
+    from tui.api import Unreachable as ConsoleUnreachable
+
+    holder, _replica = pair
+
+    async def calls(refusing: str, quiet: str) -> None:
+        api = ControlPlane(f"{dead_url()}, {refusing}, {holder.url}")
+        try:
+            assert (await api.health())["role"] == "holder"
+            assert api.url == holder.url
+        finally:
+            await api.close()
+        api = ControlPlane(f"{quiet}, {holder.url}", timeout=1.0)
+        try:
+            with pytest.raises(ConsoleUnreachable):
+                await api.health()
+            assert api.url == holder.url
+            assert (await api.health())["workflow"] == "orders"
+        finally:
+            await api.close()
+
+    with not_serving() as refusing, silent() as quiet:
+        asyncio.run(calls(refusing, quiet))
