@@ -42,8 +42,9 @@ READ = "stateous_read"
 #: Engine calls that only read: they run beside the shared transactions, never in them.
 #: (`memory` names both the read and the write of task memory, so it runs with the writes.)
 READ_CALLS = frozenset(
-    {"list", "token", "history", "tasks", "token tasks", "timers", "stats", "metrics", "why"}
-)
+    {"list", "token", "history", "tasks", "token tasks", "timers", "stats", "metrics", "why",
+     "supervisors", "inbox"}
+)  # fmt: skip
 
 #: Postgres lanes: shared transactions committing at once (SQLite has one writer: one lane).
 POSTGRES_LANES = 8
