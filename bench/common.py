@@ -239,12 +239,17 @@ class Process:
         return self.popen.wait()
 
 
-def start_serve(folder: Path, db_url: str) -> Process:
-    """`stateous serve orders/build/orders.json` on a free port; waits for `serving on`."""
-    log = folder / "serve.log"
+def start_serve(folder: Path, db_url: str, *, replica: int = 0) -> Process:
+    """`stateous serve orders/build/orders.json` on a free port; waits for `serving on`.
+
+    `replica` N > 0: the N-th `--replica` (spec 85), logging to `serve-replica-N.log`.
+    """
+    log = folder / (f"serve-replica-{replica}.log" if replica else "serve.log")
     handle = log.open("w")
+    extra = ["--replica"] if replica else []
+    argv = ["serve", "orders/build/orders.json", "--db", db_url, "--listen", "127.0.0.1:0"]
     popen = subprocess.Popen(
-        stateous("serve", "orders/build/orders.json", "--db", db_url, "--listen", "127.0.0.1:0"),
+        stateous(*argv, *extra),
         cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=handle,
         text=True, env=child_env(), start_new_session=True,
     )  # fmt: skip
@@ -324,20 +329,28 @@ def stopping(*processes: Process) -> Iterator[None]:
 # ------------------------------------------------------------------------------ load
 
 
-def start_tokens(url: str, ids: list[str], concurrency: int = 8) -> float:
-    """Start the tokens over HTTP with `concurrency` keep-alive connections; answers seconds."""
+def start_tokens(url: str | list[str], ids: list[str], concurrency: int = 8) -> float:
+    """Start the tokens over HTTP with `concurrency` keep-alive connections; answers seconds.
+
+    Several URLs (control planes on one database): the connections are spread across them.
+    """
+    urls = [url] if isinstance(url, str) else url
     chunks = [ids[n::concurrency] for n in range(concurrency)]
     errors: list[str] = []
 
-    def worker(chunk: list[str]) -> None:
-        with httpx.Client(base_url=url, timeout=60) as http:
+    def worker(chunk: list[str], base: str) -> None:
+        with httpx.Client(base_url=base, timeout=60) as http:
             for token in chunk:
                 answer = http.post("/tokens", json={"token": token, "context": {"title": "bench"}})
                 if answer.status_code != 201:
                     errors.append(f"{token}: {answer.status_code} {answer.text}")
 
     began = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(c,)) for c in chunks if c]
+    threads = [
+        threading.Thread(target=worker, args=(c, urls[n % len(urls)]))
+        for n, c in enumerate(chunks)
+        if c
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -11,7 +11,13 @@ It also reports what each token cost: CPU milliseconds per token of `serve` and 
 measured run. `--observer` polls `GET /tokens?limit=1000` and `GET /stats` once a second during
 the run, as the console's tokens screen does, and reports its polls and their p50/max time.
 
-Usage: `python bench/e2e.py [--tokens N] [--db sqlite|postgres] [--supervisors N] [--observer]`.
+`--replicas N` (Postgres, spec 85): N control plane processes on the one database, the holder
+and N-1 `serve --replica`; the starts are spread across them, each supervisor gets every URL
+(each in another order, so their claims spread too), and the CPU per token is reported for each
+process (`serve_cpu_ms_per_token_each`, the holder first) and in total (`serve_cpu_ms_per_token`).
+
+Usage: `python bench/e2e.py [--tokens N] [--db sqlite|postgres] [--supervisors N] [--observer]
+[--replicas N]`.
 """
 
 from __future__ import annotations
@@ -81,7 +87,7 @@ class Observer:
         }
 
 
-def measure(url: str, db_url: str, tokens: int, prefix: str) -> dict[str, Any]:
+def measure(url: str | list[str], db_url: str, tokens: int, prefix: str) -> dict[str, Any]:
     """Start `tokens` tokens, wait for them all; answer throughput and latencies."""
     engine = common.reader(db_url)
     try:
@@ -105,15 +111,15 @@ def measure(url: str, db_url: str, tokens: int, prefix: str) -> dict[str, Any]:
 
 
 def measure_cost(
-    serve: common.Process,
+    serves: list[common.Process],
     supervisors: list[common.Process],
     observe: bool,
     work: Callable[[], dict[str, Any]],
 ) -> dict[str, Any]:
     """Run `work()` (the measured run, answering its figures) and add the CPU per token."""
-    pids = [serve.popen.pid, *(p.popen.pid for p in supervisors)]
+    pids = [*(p.popen.pid for p in serves), *(p.popen.pid for p in supervisors)]
     before = [cpu_seconds(pid) for pid in pids]
-    observer = Observer(serve.url) if observe else None
+    observer = Observer(serves[0].url) if observe else None
     if observer is not None:
         with observer:
             figures: dict[str, Any] = work()
@@ -121,29 +127,44 @@ def measure_cost(
         figures = work()
     used = [cpu_seconds(pid) - b for pid, b in zip(pids, before, strict=True)]
     per_token = 1000 / figures["tokens"]
-    figures["serve_cpu_ms_per_token"] = round(used[0] * per_token, 3)
-    figures["supervise_cpu_ms_per_token"] = round(sum(used[1:]) * per_token, 3)
+    count = len(serves)
+    figures["serve_cpu_ms_per_token"] = round(sum(used[:count]) * per_token, 3)
+    if count > 1:
+        figures["serve_cpu_ms_per_token_each"] = [round(u * per_token, 3) for u in used[:count]]
+    figures["supervise_cpu_ms_per_token"] = round(sum(used[count:]) * per_token, 3)
     if observer is not None:
         figures.update(observer.figures())
     return figures
 
 
 def run(
-    folder: Path, db_url: str, tokens: int, supervisors: int, tasks: int, observe: bool = False
+    folder: Path,
+    db_url: str,
+    tokens: int,
+    supervisors: int,
+    tasks: int,
+    observe: bool = False,
+    replicas: int = 1,
 ) -> dict[str, Any]:
-    """Serve, supervise, warm up, measure; everything stopped at the end."""
+    """Serve (a holder, and `replicas - 1` replicas), supervise, warm up, measure; everything
+    stopped at the end."""
     made = common.prepare(folder, tasks=tasks, supervisors=supervisors)
-    serve = common.start_serve(folder, db_url)
-    running = [serve]
+    running = [common.start_serve(folder, db_url)]
     try:
-        for sup in made:
-            running.append(common.start_supervise(sup, serve.url, tasks))
-        measure(serve.url, db_url, 50, "warm")
+        for n in range(1, replicas):
+            running.append(common.start_serve(folder, db_url, replica=n))
+        serves = list(running)
+        urls = [serve.url for serve in serves]
+        for n, sup in enumerate(made):
+            first = n % len(urls)
+            order = urls[first:] + urls[:first]
+            running.append(common.start_supervise(sup, ", ".join(order), tasks))
+        measure(urls, db_url, 50, "warm")
         return measure_cost(
-            serve,
-            running[1:],
+            serves,
+            running[len(serves) :],
             observe,
-            lambda: measure(serve.url, db_url, tokens, "bench"),
+            lambda: measure(urls, db_url, tokens, "bench"),
         )
     finally:
         for process in reversed(running):
@@ -160,9 +181,25 @@ def main() -> None:
     parser.add_argument(
         "--observer", action="store_true", help="poll like the console's tokens screen"
     )
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="control plane processes on the one Postgres database (1 holder + N-1 replicas)",
+    )
     args = parser.parse_args()
+    if args.replicas < 1 or (args.replicas > 1 and args.db != "postgres"):
+        parser.error("--replicas N needs N >= 1, and --db postgres for N > 1")
     with common.fresh_folder() as folder, common.database(args.db, folder) as db_url:
-        figures = run(folder, db_url, args.tokens, args.supervisors, args.tasks, args.observer)
+        figures = run(
+            folder,
+            db_url,
+            args.tokens,
+            args.supervisors,
+            args.tasks,
+            args.observer,
+            args.replicas,
+        )
     common.emit(
         {
             "bench": "e2e",
@@ -170,6 +207,7 @@ def main() -> None:
             "supervisors": args.supervisors,
             "tasks": args.tasks,
             "observer": args.observer,
+            "processes": args.replicas,
             **figures,
         }
     )
