@@ -132,8 +132,7 @@ class Hold:
             self._lock_conn.execute(text("SELECT 1"))
             return True
         except Exception:  # a dead lock connection: try to take the lock again
-            with contextlib.suppress(Exception):  # already gone; nothing to close
-                self._lock_conn.close()
+            self._close_lock()
             try:
                 self._take_pg_lock()
             except HoldRefused:
@@ -168,7 +167,11 @@ class Hold:
             self.on_taken()
 
     def _close_lock(self) -> None:
+        """End the lock connection for real: a pooled connection given back to the pool would
+        keep its session, and the session's advisory lock with it."""
         with contextlib.suppress(Exception):  # already gone; nothing to close
+            self._lock_conn.invalidate()
+        with contextlib.suppress(Exception):
             self._lock_conn.close()
         self._lock_conn = None
 
@@ -185,10 +188,7 @@ class Hold:
                     q.write_control_plane(conn, serving=None, since=None)
         finally:
             if self._lock_conn is not None:
-                try:
-                    self._lock_conn.close()
-                finally:
-                    self._lock_conn = None
+                self._close_lock()
 
 
 def _tables(conn: Connection) -> set[str]:
