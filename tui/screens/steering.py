@@ -98,9 +98,10 @@ class SteeringScreen(Screen[None]):
                 f"\nIts {len(children)} child token(s) ({len(live)} live) end with it: "
                 f"{names}{more}."
             )
-        if not await self.app.push_screen_wait(ConfirmScreen(question, yes="Cancel it")):
+        confirm = ConfirmScreen(question, yes="Cancel it", reason=True)
+        if not await self.app.push_screen_wait(confirm):
             return
-        answer = await self.console.call(plane.steer(token, "cancel"))
+        answer = await self.console.call(plane.steer(token, "cancel", confirm.reason_text or None))
         if answer is not None:
             self.show_token(answer)
             self.notify(str(token_line(answer)), title="cancel")

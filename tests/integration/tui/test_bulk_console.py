@@ -21,6 +21,7 @@ from tests.support.graphs import ORDERS
 from tests.unit.tui.helpers import plain, wait_for
 from tui.app import ConsoleApp
 from tui.screens.bulk import BulkConfirmScreen
+from tui.screens.confirm import ConfirmScreen
 from tui.widgets import StatusBar
 
 Snap = Callable[..., bool]
@@ -173,3 +174,21 @@ def test_snapshot_bulk_jobs(snap_compare: Snap, scene: Scene) -> None:
         await settle(pilot)
 
     assert snap_compare(scene.console(), terminal_size=(110, 20), run_before=jobs)
+
+
+async def test_the_cancel_confirmation_takes_a_reason(scene: Scene) -> None:
+    app = scene.console()
+    async with app.run_test(size=(130, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")  # paused only: ORDER-4 under the cursor
+        await settle(pilot)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        confirm = app.screen
+        assert isinstance(confirm, ConfirmScreen)
+        confirm.query_one("#reason", Input).value = "duplicate order"
+        confirm.query_one("#yes", Button).press()
+        await wait_for(pilot, lambda: app.screen is not confirm)
+        await settle(pilot)
+    by = {"actor": "alice", "reason": "duplicate order", "via": "console"}
+    assert acts(scene, "ORDER-4") == [("cancelled", by)]
