@@ -101,6 +101,7 @@ def exactly_once(db_url: str, url: str, job: int, matched: int) -> dict[str, Any
     return final
 
 
+@pytest.mark.timeout(1200)
 def test_a_bulk_cancel_of_5000_tokens_while_a_supervisor_works(db_url: str, tmp_path: Path) -> None:
     cp = Plane(db_url, free_port(), tmp_path)
     cp.start_retrying()

@@ -8,12 +8,14 @@ never applies twice to a token, across a restart or a takeover too.
 from __future__ import annotations
 
 import heapq
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError
 
 from stateous.control.clock import Clock, iso
 from stateous.control.engine.bulk_filter import as_wire, parse_filter
@@ -21,6 +23,8 @@ from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import RecordedRefusal, Refusal, conflict, invalid, not_found
 from stateous.control.store import bulk as store
 from stateous.model.wire import OWN_EVENTS
+
+log = logging.getLogger("stateous.bulk")
 
 ACTIONS = ("pause", "resume", "cancel", "fire", "retry")
 REQUEST_PARTS = ("action", "filter", "event", "payload", "dry_run", "by")
@@ -155,6 +159,14 @@ def apply_one(
         savepoint.rollback()
         store.skip_match(conn, job_id, token, exc.code)
         return exc.code
+    except DBAPIError:
+        raise  # the database's trouble (a deadlock, a lost connection): the token is tried again
+    except Exception:
+        # A defect must not stop the job on this token for ever: it is skipped, and logged.
+        log.exception("bulk job %s failed unexpectedly on token %r; skipped", job_id, token)
+        savepoint.rollback()
+        store.skip_match(conn, job_id, token, "unexpected")
+        return "unexpected"
     savepoint.commit()
     return "done"
 
