@@ -46,8 +46,13 @@ typecheck: $(STAMP) ## mypy --strict on stateous/ and tui/
 imports: $(STAMP) ## the import rules of DEVELOPERS.md
 	@$(VENV)/bin/lint-imports
 
-pytest: $(STAMP) ## the test suite
-	@$(VENV)/bin/pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+# Workers of pytest-xdist: most tests wait on real processes, sockets and timers rather than
+# compute, so even 2 cores keep 4 busy. `--dist loadfile` keeps a file's tests on one worker, in
+# order, with its module fixtures (one `serve` each). `make pytest PYTEST_WORKERS=0` runs serially.
+PYTEST_WORKERS ?= 4
+
+pytest: $(STAMP) ## the test suite, in parallel (pytest-xdist)
+	@$(VENV)/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test: lint typecheck imports pytest ## the whole gate: ruff, mypy, import rules, pytest
 
