@@ -224,9 +224,9 @@ class ControlPlane:
             extra_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 extra_code = await extra_task
+        await to_thread.run_sync(self.presence.leave)
         if self.lost:
             return 1
-        await to_thread.run_sync(self.presence.leave)
         with contextlib.suppress(Exception):
             await to_thread.run_sync(self.hold.give_up)
         return extra_code or 0

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, insert, select, update
 
 from stateous.control.clock import iso
-from stateous.control.store.tables import control_planes
+from stateous.control.store.tables import control_plane, control_planes
 
 __all__ = ["EVERY", "LIVE_BEATS", "PlaneRow", "leave", "live_planes", "write_plane"]
 
@@ -63,11 +63,20 @@ def leave(conn: Connection, name: str) -> None:
 
 
 def live_planes(conn: Connection, since: datetime) -> list[PlaneRow]:
-    """The control planes seen at or after `since`: the holder first, then by name."""
+    """The control planes seen at or after `since`: the holder first, then by name.
+
+    A row that says `holder` but is not the one `control_plane.serving` names belongs to a
+    holder that ended (killed, or its hold taken) in the last 30 s: it is left out.
+    """
+    serving = conn.execute(select(control_plane.c.serving).where(control_plane.c.id == 1)).scalar()
     rows = conn.execute(
         select(control_planes)
         .where(control_planes.c.seen_at >= since)
         .order_by(control_planes.c.name)
     ).all()
-    found = [PlaneRow(r.name, r.role, r.started_at, r.seen_at) for r in rows]
+    found = [
+        PlaneRow(r.name, r.role, r.started_at, r.seen_at)
+        for r in rows
+        if r.role != "holder" or r.name == serving
+    ]
     return sorted(found, key=lambda row: (row.role != "holder", row.name))

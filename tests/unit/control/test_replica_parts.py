@@ -107,6 +107,11 @@ def test_presence_rows_are_written_listed_and_left(store: Store, clock: FakeCloc
     assert not mine.beat()  # not due yet
     role[0] = "holder"
     assert mine.beat()  # its role changed: at once
+    with store.begin() as conn:
+        # A row that says `holder` counts only while control_plane.serving names it.
+        q.write_control_plane(conn, serving="box:2:bbbbbbbb")
+        assert [p.name for p in planes.live_planes(conn, T0)] == ["box:2:bbbbbbbb"]
+        q.write_control_plane(conn, serving="box:1:aaaaaaaa")
     clock.advance(26)  # `other` was seen 31 s ago: no longer live
     with store.begin() as conn:
         listed = planes.live_planes(conn, clock.now() - timedelta(seconds=30))
