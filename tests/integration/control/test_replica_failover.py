@@ -208,3 +208,18 @@ def test_the_consoles_client_moves_on(pair: tuple[ServeProcess, ServeProcess]) -
 
     with not_serving() as refusing, silent() as quiet:
         asyncio.run(calls(refusing, quiet))
+
+
+def test_the_token_commands_take_several_urls(pair: tuple[ServeProcess, ServeProcess]) -> None:
+    import subprocess
+    import sys
+
+    holder, replica = pair
+    env = {"STATEOUS_URL": f"{dead_url()},{replica.url}", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-m", "stateous", "token", "start", "CLI-1", '{"title": "c"}'],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "CLI-1" in done.stdout
+    assert httpx.get(f"{holder.url}/tokens/CLI-1").json()["state"] == "draft"
