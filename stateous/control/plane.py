@@ -83,7 +83,10 @@ class Plane:
         for part in parts(ops):
             queued = [Op(call, work) for call, work in part]
             self.store.submit(queued)
-            await asyncio.wait([asyncio.wrap_future(op.future) for op in queued])
+            # gather retrieves every exception, so none is logged as "never retrieved".
+            await asyncio.gather(
+                *(asyncio.wrap_future(op.future) for op in queued), return_exceptions=True
+            )
             answers.extend(self._outcome(op, op.future.exception()) for op in queued)
         return answers
 

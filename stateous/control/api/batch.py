@@ -2,7 +2,8 @@
 
 Each message and each start is its own operation, with exactly the checks, ledger rows and
 refusals of its single route, built by the same body parsers and engine functions. They are run
-in list order by `apply_in_order`, one `Plane.run` each; a refusal answers that operation alone.
+in list order by `apply_in_order`, queued together for the shared transactions (`Plane.run_many`,
+spec 75 §4); a refusal answers that operation alone.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from anyio import CapacityLimiter, to_thread
 from litestar import Request, Response, get, post
 from sqlalchemy import Connection
 
@@ -49,32 +49,41 @@ def envelope(exc: Refusal) -> dict[str, Any]:
 
 
 def apply_in_order(plane: Plane, operations: Sequence[Operation]) -> list[dict[str, Any]]:
-    """Apply each operation in list order, one `Plane.run` (one commit) each; a refusal is that
-    operation's answer and does not stop the ones after it. Answers `{"status", "body"}` each.
-
-    This loop is the one place a batch meets the store: shared commits (spec 75 §4) replace it.
-    """
-    answers = []
-    for operation in operations:
-        try:
-            if operation.refused is not None:
-                raise operation.refused
-            assert operation.work is not None
-            status, body = plane.run(operation.call, operation.work)
-        except Refusal as exc:
-            status, body = exc.status, envelope(exc)
-        answers.append({"status": status, "body": body})
-    return answers
+    """Apply the operations in list order, queued together for the shared transactions (spec 75
+    §4: each its own savepoint, all answered after their commit); a refusal is that operation's
+    answer and does not stop the ones after it. Answers `{"status", "body"}` each."""
+    return answers_of(operations, plane.run_many(runnable(operations)))
 
 
 async def run_in_order(
     request: Request[Any, Any, Any], operations: Sequence[Operation]
 ) -> list[dict[str, Any]]:
-    """`apply_in_order` off the event loop, in the engine calls' turns."""
+    """`apply_in_order` awaited on the event loop (no worker thread: the lanes run them)."""
     plane = plane_of(request)
     plane.check_serving()  # a plane that lost the hold refuses the whole batch, not each part
-    limiter: CapacityLimiter = request.app.state.limiters[False]
-    return await to_thread.run_sync(apply_in_order, plane, operations, limiter=limiter)
+    return answers_of(operations, await plane.run_many_async(runnable(operations)))
+
+
+def runnable(operations: Sequence[Operation]) -> list[tuple[str, Callable[[Connection], Any]]]:
+    """The operations that reach the store (the others were refused by their body checks)."""
+    return [(op.call, op.work) for op in operations if op.refused is None and op.work is not None]
+
+
+def answers_of(operations: Sequence[Operation], outcomes: Sequence[Any]) -> list[dict[str, Any]]:
+    """Each operation's answer, in order, from `outcomes` (a reply or an exception each) of the
+    operations that ran."""
+    ran = iter(outcomes)
+    answers = []
+    for operation in operations:
+        outcome = operation.refused if operation.refused is not None else next(ran)
+        if isinstance(outcome, Refusal):
+            status, body = outcome.status, envelope(outcome)
+        elif isinstance(outcome, BaseException):
+            raise outcome  # not a refusal: a fault, answered as any route's (`500`)
+        else:
+            status, body = outcome
+        answers.append({"status": status, "body": body})
+    return answers
 
 
 def prepared(call: str, build: Callable[[], Callable[[Connection], Reply]]) -> Operation:
