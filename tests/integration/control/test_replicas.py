@@ -386,3 +386,37 @@ def test_a_lost_listener_is_reopened_and_held_claims_look_again(
     assert failed[1].endswith(
         "stateous.listen: the connection that listens for queued tasks is open again"
     )
+
+
+def _job_status(url: str, job: int, timeout: float = 20.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = httpx.get(f"{url}/bulk/{job}", timeout=30).json()
+        if answer["status"] != "running" or time.monotonic() > deadline:
+            return dict(answer)
+        time.sleep(0.2)
+
+
+def test_bulk_jobs_made_on_a_replica_run_on_the_holder_then_on_the_new_one(
+    tmp_path: Path, pg_url: str
+) -> None:
+    graph = write_graph(tmp_path, ORDERS)
+    with planes(graph, pg_url) as (holder, replica):
+        for n in range(3):
+            httpx.post(f"{replica.url}/tokens", json={"token": f"B-{n}", "context": {"title": "b"}})
+        made = httpx.post(
+            f"{replica.url}/bulk", json={"action": "pause", "filter": {"prefix": "B-"}}
+        )
+        assert made.status_code == 202 and made.json()["matched"] == 3
+        job = _job_status(replica.url, made.json()["job"])
+        assert (job["status"], job["done"]) == ("finished", 3)
+        holder.process.kill()
+        holder.process.wait()
+        wait_line(replica, lambda line: line.endswith(TOOK), 10)
+        made = httpx.post(
+            f"{replica.url}/bulk", json={"action": "resume", "filter": {"prefix": "B-"}}
+        )
+        job = _job_status(replica.url, made.json()["job"])
+        assert (job["status"], job["done"]) == ("finished", 3)
+        statuses = {t["token"]: t["status"] for t in httpx.get(f"{replica.url}/tokens").json()}
+        assert statuses == {"B-0": "active", "B-1": "active", "B-2": "active"}
