@@ -29,6 +29,8 @@ ROUTES = {
     ("post", "/supervisors/beat"), ("get", "/supervisors"), ("get", "/inbox"),
     ("post", "/tokens/{token_id}/retry"), ("post", "/tokens/{token_id}/move"),
     ("get", "/tokens/{token_id}/why"), ("get", "/control-planes"),
+    ("get", "/audit"), ("post", "/bulk"), ("get", "/bulk"), ("get", "/bulk/{job}"),
+    ("post", "/bulk/{job}/stop"),
 }  # fmt: skip
 BODIES = {
     "/tokens": "StartBody", "/tokens/{token_id}/events/{event}": "FireBody",
@@ -37,6 +39,7 @@ BODIES = {
     "/tasks/{task}/memory": "MemoryBody", "/tasks/messages": "MessagesBody",
     "/tokens/batch": "StartsBody", "/supervisors/beat": "BeatBody",
     "/tokens/{token_id}/retry": "RetryBody", "/tokens/{token_id}/move": "MoveBody",
+    "/bulk": "BulkBody", "/tokens/{token_id}/cancel": "SteerBody",
 }  # fmt: skip
 CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
 
@@ -109,7 +112,7 @@ def test_schemathesis_finds_no_500_and_no_shape_mismatch(served: ServeProcess) -
     # The coverage phase: boundary and invalid values of every field of every route.
     covered = schemathesis(served.url, "--phases", "coverage", "--max-examples", "10")
     assert covered.returncode == 0, covered.stdout[-4000:]
-    assert "21 passed" in covered.stdout
+    assert "35 passed" in covered.stdout
     # Random bodies too; a claim may long-poll up to 60 s, so claims stay in the coverage phase.
     fuzzed = schemathesis(
         served.url, "--phases", "fuzzing", "--max-examples", "15", "--max-time", "40",

@@ -329,6 +329,78 @@ class MoveBody(BaseModel):
     by: By | None = None
 
 
+class SteerBody(BaseModel):
+    """`POST /tokens/{id}/pause|resume|cancel`: `{}` or absent, or who acts (spec 80 §1)."""
+
+    by: By | None = None
+
+
+class BulkFilter(BaseModel):
+    """The selection of a bulk job: every part optional, all must hold (spec 80 §2)."""
+
+    status: list[str] | None = None
+    state: list[str] | None = None
+    prefix: str | None = Field(default=None, min_length=1, max_length=128)
+    entered_before: str | None = Field(default=None, description="ISO 8601")
+    entered_after: str | None = Field(default=None, description="ISO 8601")
+    context: dict[str, Any] | None = Field(default=None, description="key: the JSON it equals")
+    tokens: list[str] | None = Field(default=None, max_length=10_000)
+
+
+class BulkBody(BaseModel):
+    """`POST /bulk` (spec 80 §2)."""
+
+    action: Literal["pause", "resume", "cancel", "fire", "retry"]
+    filter: BulkFilter | None = None
+    event: str | None = Field(default=None, description="fire only, and needed there")
+    payload: dict[str, Any] | None = None
+    dry_run: bool = False
+    by: By | None = None
+
+
+class BulkPreview(_Open):
+    """A dry run: how many match, and the first 50 ids, oldest first."""
+
+    matched: int
+    tokens: list[str]
+
+
+class BulkStarted(_Open):
+    """A new bulk job."""
+
+    job: int
+    matched: int
+
+
+class BulkJob(_Open):
+    """`GET /bulk/{job}`: a job and its progress."""
+
+    job: int
+    action: str
+    filter: dict[str, Any]
+    event: str | None
+    matched: int
+    done: int
+    skipped: dict[str, int]
+    status: Literal["running", "finished", "stopped"]
+    created_at: str
+    finished_at: str | None
+    by: dict[str, Any] | None
+
+
+class Act(_Open):
+    """One operator act of `GET /audit` (spec 80 §1)."""
+
+    token: str
+    seq: int
+    at: str
+    kind: str
+    actor: str | None
+    via: str | None
+    reason: str | None
+    bulk: int | None
+
+
 class Finding(_Open):
     """One reason a token is not moving (spec 80 §4)."""
 
@@ -353,6 +425,7 @@ _MODELS: list[type[BaseModel]] = [
     Grants, MessagesBody, StartsBody, Answers,
     BeatBody, Supervisor, InboxEntry, ControlPlane,
     By, RetryBody, MoveBody, Finding, Why,
+    SteerBody, BulkFilter, BulkBody, BulkPreview, BulkStarted, BulkJob, Act,
 ]  # fmt: skip
 
 #: (method, path) -> (request body model or None, {status: answer}); an answer is a model, a
@@ -364,9 +437,9 @@ ROUTES: dict[tuple[str, str], tuple[type[BaseModel] | None, dict[int, Answer]]] 
     ("get", "/tokens/{token_id}"): (None, {200: Token}),
     ("get", "/tokens/{token_id}/history"): (None, {200: [HistoryEntry]}),
     ("post", "/tokens/{token_id}/events/{event}"): (FireBody, {200: (Token, Duplicate)}),
-    ("post", "/tokens/{token_id}/pause"): (None, {200: Token}),
-    ("post", "/tokens/{token_id}/resume"): (None, {200: Token}),
-    ("post", "/tokens/{token_id}/cancel"): (None, {200: Token}),
+    ("post", "/tokens/{token_id}/pause"): (SteerBody, {200: Token}),
+    ("post", "/tokens/{token_id}/resume"): (SteerBody, {200: Token}),
+    ("post", "/tokens/{token_id}/cancel"): (SteerBody, {200: Token}),
     ("get", "/workflow"): (None, {200: None}),
     ("get", "/health"): (None, {200: Health}),
     ("post", "/tasks/claim"): (ClaimBody, {200: (Grant, Grants), 204: "empty"}),
@@ -389,6 +462,11 @@ ROUTES: dict[tuple[str, str], tuple[type[BaseModel] | None, dict[int, Answer]]] 
     ("post", "/tokens/{token_id}/move"): (MoveBody, {200: Token}),
     ("get", "/tokens/{token_id}/why"): (None, {200: Why}),
     ("get", "/control-planes"): (None, {200: [ControlPlane]}),
+    ("get", "/audit"): (None, {200: [Act]}),
+    ("post", "/bulk"): (BulkBody, {202: BulkStarted, 200: BulkPreview}),
+    ("get", "/bulk"): (None, {200: [BulkJob]}),
+    ("get", "/bulk/{job}"): (None, {200: BulkJob}),
+    ("post", "/bulk/{job}/stop"): (None, {200: BulkJob}),
 }
 
 #: The refusal statuses of spec 20 §1.7 (and 401 of spec 70 §5), each with the envelope.
