@@ -48,11 +48,14 @@ imports: $(STAMP) ## the import rules of DEVELOPERS.md
 
 # Workers of pytest-xdist: most tests wait on real processes, sockets and timers rather than
 # compute, so even 2 cores keep 4 busy. `--dist loadfile` keeps a file's tests on one worker, in
-# order, with its module fixtures (one `serve` each). `make pytest PYTEST_WORKERS=0` runs serially.
+# order, with its module fixtures (one `serve` each); `--no-loadscope-reorder` hands the files out
+# in collection order (e2e and faults, the longest, first) instead of the files with most tests
+# first, so the long fault runs do not start last. `make pytest PYTEST_WORKERS=0` runs serially.
 PYTEST_WORKERS ?= 4
 
 pytest: $(STAMP) ## the test suite, in parallel (pytest-xdist)
-	@$(VENV)/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	@$(VENV)/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile \
+		--no-loadscope-reorder $(PYTEST_ARGS)
 
 test: lint typecheck imports pytest ## the whole gate: ruff, mypy, import rules, pytest
 
