@@ -473,10 +473,10 @@ ROUTES: dict[tuple[str, str], tuple[type[BaseModel] | None, dict[int, Answer]]] 
 REFUSALS = {
     400: "Not JSON, NaN/Infinity, too deep (`bad_request`)",
     401: "No or a wrong bearer token, when authentication is on (`unauthorized`)",
-    404: "`not_found`, `token_not_found`, `task_not_found`",
+    404: "`not_found`, `token_not_found`, `task_not_found`, `bulk_not_found`",
     405: "`method_not_allowed`",
     409: "`event_not_allowed`, `token_not_active`, `child_token`, `task_not_held`, `attempt_over`, "
-    "`token_not_failed`",
+    "`token_not_failed`, `bulk_not_running`",
     413: "The body is larger than 1 MiB (`bad_request`)",
     422: "`invalid_argument`, `invalid_context`, `invalid_payload`, `invalid_token_id`, "
     "`invalid_body`, `unknown_state`",
@@ -492,6 +492,9 @@ QUERIES: dict[str, list[tuple[str, str]]] = {
                ("limit", "1 to 1000, default 100")],
     "/tokens/{token_id}/history": [("after", "Only the entries with seq > after")],
     "/inbox": [("state", "A state"), ("limit", "1 to 1000, default 100")],
+    "/audit": [("actor", "An actor"), ("token", "A token id"),
+               ("since", "ISO 8601: acts at or after it"), ("limit", "1 to 1000, default 100")],
+    "/bulk": [("status", "running, finished or stopped"), ("limit", "1 to 1000, default 100")],
 }  # fmt: skip
 
 
