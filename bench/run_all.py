@@ -24,6 +24,8 @@ FULL: list[tuple[str, list[str]]] = [
     ("e2e_postgres_2", ["e2e.py", "--db", "postgres", "--supervisors", "2"]),
     ("scale", ["scale.py"]),
     ("memory", ["memory.py"]),
+    ("bulk_latency_sqlite", ["bulk_latency.py", "--db", "sqlite"]),
+    ("bulk_latency_postgres", ["bulk_latency.py", "--db", "postgres"]),
 ]
 
 QUICK: dict[str, list[str]] = {
@@ -33,6 +35,8 @@ QUICK: dict[str, list[str]] = {
     "e2e_postgres_2": ["--tokens", "300"],
     "scale": ["--preload", "10000", "--tokens", "300"],
     "memory": ["--preload", "10000", "--tokens", "300"],
+    "bulk_latency_sqlite": ["--bulk", "2000", "--live", "300", "--ops", "100"],
+    "bulk_latency_postgres": ["--bulk", "2000", "--live", "300", "--ops", "100"],
 }
 
 
