@@ -2,8 +2,13 @@
 
 Each message and each start is its own operation, with exactly the checks, ledger rows and
 refusals of its single route, built by the same body parsers and engine functions. They are run
-in list order by `apply_in_order`, queued together for the shared transactions (`Plane.run_many`,
-spec 75 §4); a refusal answers that operation alone.
+in list order by `run_in_order`, queued together for the shared transactions
+(`Plane.run_many_async`, spec 75 §4); a refusal answers that operation alone.
+
+One rule keeps each task's messages in order (spec 75 §2, spec 40 §4.6): once a message of a
+task fails for the moment (a `5xx`, or a fault), the later messages of that task in the batch are
+not applied and are answered `503 database_busy` too, so the supervisor sends them again behind
+it, in order, instead of finding them applied before it.
 """
 
 from __future__ import annotations
@@ -26,8 +31,8 @@ from stateous.control.engine.note import note
 from stateous.control.engine.report import report
 from stateous.control.engine.start import start
 from stateous.control.engine.views import token_wire
-from stateous.control.errors import Refusal
-from stateous.control.plane import Plane
+from stateous.control.errors import DatabaseBusy, Refusal
+from stateous.control.plane import Plane, parts
 
 Reply = tuple[int, Any]
 """An operation's answer: its HTTP status and body (None for a `204`)."""
@@ -36,11 +41,66 @@ Reply = tuple[int, Any]
 @dataclass(frozen=True)
 class Operation:
     """One operation of a batch: `work` runs in its own transaction as engine call `call`;
-    `refused` is a refusal found before any transaction (a body its single route refuses)."""
+    `refused` is a refusal found before any transaction (a body its single route refuses);
+    `task` is the task a message names (its messages keep their order), None for a start."""
 
     call: str
     work: Callable[[Connection], Reply] | None = None
     refused: Refusal | None = None
+    task: int | None = None
+
+
+class Halts:
+    """Which tasks of a batch have a message that failed for the moment, and from which index
+    on: the messages of such a task after that one are answered `503 database_busy` unapplied.
+
+    An operation may run twice (a deadlock reruns its shared transaction one by one), so a
+    failure is recorded by index and forgotten when that same message then succeeds.
+    """
+
+    def __init__(self) -> None:
+        self._first: dict[int, int] = {}  # task -> index of its first message that failed
+
+    def blocks(self, task: int, index: int) -> bool:
+        """Whether an earlier message of `task` failed for the moment."""
+        first = self._first.get(task)
+        return first is not None and first < index
+
+    def fail(self, task: int, index: int) -> None:
+        """The message at `index` of `task` failed for the moment (a `5xx` or a fault)."""
+        self._first[task] = min(index, self._first.get(task, index))
+
+    def clear(self, task: int, index: int) -> None:
+        """The message at `index` of `task` ran after all (a rerun after a deadlock)."""
+        if self._first.get(task) == index:
+            del self._first[task]
+
+
+def for_good(exc: BaseException) -> bool:
+    """Whether an operation's failure is an answer for good (a `4xx` refusal): any other (a
+    `5xx`, a database error, a fault) may not happen again, so the message will be sent again."""
+    return isinstance(exc, Refusal) and exc.status < 500
+
+
+def in_turn(
+    work: Callable[[Connection], Any], task: int, index: int, halts: Halts
+) -> Callable[[Connection], Any]:
+    """`work` of the message at `index`, not applied (`database_busy`) once an earlier message
+    of its task failed for the moment; its own such failure halts the task's later messages."""
+
+    def guarded(conn: Connection) -> Any:
+        if halts.blocks(task, index):
+            raise DatabaseBusy()
+        try:
+            reply = work(conn)
+        except Exception as exc:
+            if not for_good(exc):
+                halts.fail(task, index)
+            raise
+        halts.clear(task, index)
+        return reply
+
+    return guarded
 
 
 def envelope(exc: Refusal) -> dict[str, Any]:
@@ -48,25 +108,44 @@ def envelope(exc: Refusal) -> dict[str, Any]:
     return {"error": exc.message, "code": exc.code}
 
 
-def apply_in_order(plane: Plane, operations: Sequence[Operation]) -> list[dict[str, Any]]:
-    """Apply the operations in list order, queued together for the shared transactions (spec 75
-    §4: each its own savepoint, all answered after their commit); a refusal is that operation's
-    answer and does not stop the ones after it. Answers `{"status", "body"}` each."""
-    return answers_of(operations, plane.run_many(runnable(operations)))
-
-
 async def run_in_order(
     request: Request[Any, Any, Any], operations: Sequence[Operation]
 ) -> list[dict[str, Any]]:
-    """`apply_in_order` awaited on the event loop (no worker thread: the lanes run them)."""
+    """Apply the operations in list order, queued together for the shared transactions (spec 75
+    §4: each its own savepoint, all answered after their commit); a refusal is that operation's
+    answer and does not stop the ones after it, except that a task's messages stop at the first
+    that failed for the moment (`Halts`). Answers `{"status", "body"}` each."""
     plane = plane_of(request)
     plane.check_serving()  # a plane that lost the hold refuses the whole batch, not each part
-    return answers_of(operations, await plane.run_many_async(runnable(operations)))
+    halts = Halts()
+    outcomes: list[Any] = []
+    # Part by part (as `run_many_async` would): a failed commit of one part fails its messages
+    # after their work ran, so their tasks are halted before the next part begins.
+    for part in parts(runnable(operations, halts)):
+        done = await plane.run_many_async([(call, work) for _, call, work in part])
+        for (task, _, _), outcome in zip(part, done, strict=True):
+            if task is not None and isinstance(outcome, BaseException) and not for_good(outcome):
+                halts.fail(*task)
+        outcomes.extend(done)
+    return answers_of(operations, outcomes)
 
 
-def runnable(operations: Sequence[Operation]) -> list[tuple[str, Callable[[Connection], Any]]]:
-    """The operations that reach the store (the others were refused by their body checks)."""
-    return [(op.call, op.work) for op in operations if op.refused is None and op.work is not None]
+Runnable = tuple[tuple[int, int] | None, str, Callable[[Connection], Any]]
+"""An operation that reaches the store: (its task and index, or None), its call and work."""
+
+
+def runnable(operations: Sequence[Operation], halts: Halts) -> list[Runnable]:
+    """The operations that reach the store (the others were refused by their body checks),
+    each message's work kept behind the earlier messages of its task (`in_turn`)."""
+    ready: list[Runnable] = []
+    for index, op in enumerate(operations):
+        if op.refused is not None or op.work is None:
+            continue
+        if op.task is None:
+            ready.append((None, op.call, op.work))
+        else:
+            ready.append(((op.task, index), op.call, in_turn(op.work, op.task, index, halts)))
+    return ready
 
 
 def answers_of(operations: Sequence[Operation], outcomes: Sequence[Any]) -> list[dict[str, Any]]:
@@ -86,12 +165,14 @@ def answers_of(operations: Sequence[Operation], outcomes: Sequence[Any]) -> list
     return answers
 
 
-def prepared(call: str, build: Callable[[], Callable[[Connection], Reply]]) -> Operation:
+def prepared(
+    call: str, build: Callable[[], Callable[[Connection], Reply]], task: int | None = None
+) -> Operation:
     """An operation whose body checks run now: a refusal becomes that operation's answer."""
     try:
-        return Operation(call, build())
+        return Operation(call, build(), task=task)
     except Refusal as exc:
-        return Operation(call, refused=exc)
+        return Operation(call, refused=exc, task=task)
 
 
 # --- POST /tasks/claim with max ------------------------------------------------------------------
@@ -163,7 +244,7 @@ def message_operation(
         return work
 
     builders = {"report": report_work, "note": note_work, "memory": memory_work}
-    return prepared(message.type, builders[message.type])
+    return prepared(message.type, builders[message.type], message.task)
 
 
 @post("/tasks/messages", status_code=200)
