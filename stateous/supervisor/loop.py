@@ -71,10 +71,11 @@ class Supervisor(Shared):
         self.bind()
         await start(self)
 
-    def install_signals(self) -> None:
-        """SIGINT and SIGTERM stop the supervisor: gracefully, then at once (spec 40 §4.9)."""
+    def install_signals(self, *, hangup: bool = False) -> None:
+        """SIGINT and SIGTERM stop the supervisor: gracefully, then at once (spec 40 §4.9);
+        with `hangup`, SIGHUP (a closed terminal) too."""
         loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in stop_signals(hangup=hangup):
             loop.add_signal_handler(signum, self.signal)
 
     def signal(self) -> None:
@@ -142,6 +143,17 @@ class Supervisor(Shared):
                 break
 
 
+def stop_signals(*, hangup: bool) -> list[signal.Signals]:
+    """The signals that stop a supervisor. `hangup` adds SIGHUP (where there is one): a plain
+    `stateous supervise` whose terminal closed stops as for SIGTERM, not killed mid-report
+    (SIGHUP's default); in `serve --supervise` the server keeps its own."""
+    signals = [signal.SIGINT, signal.SIGTERM]
+    hup = getattr(signal, "SIGHUP", None)  # none on Windows
+    if hangup and hup is not None:
+        signals.append(hup)
+    return signals
+
+
 def supervise_folder(folder: Path) -> int:
     """Run `stateous supervise FOLDER` to its end; answers the exit code.
 
@@ -168,7 +180,7 @@ async def _main(settings: Settings, outbox: Outbox) -> int:
         supervisor.stop_event.set()
 
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in stop_signals(hangup=True):
         loop.add_signal_handler(signum, interrupt)
     try:
         await supervisor.start()
@@ -178,7 +190,7 @@ async def _main(settings: Settings, outbox: Outbox) -> int:
         raise
     if interrupted.is_set():
         return 1
-    supervisor.install_signals()
+    supervisor.install_signals(hangup=True)
     code = await supervisor.run()
     if supervisor.forced:
         # Routines that ignore their cancellation and abandoned threads must not hold the exit.

@@ -1,0 +1,132 @@
+"""A plain `stateous supervise` whose terminal closed (SIGHUP) stops as for SIGTERM (spec 40
+§4.9): no new tasks, its running routine is waited for and reported, exit 0, and its last beat
+(`stopping`) makes it `gone` in `GET /supervisors` (spec 80 §5). A second SIGHUP forces the stop.
+
+The supervisor is a real process in a session of its own, as one started from a terminal is.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.integration.supervisor.procs import (
+    FAST,
+    ROOT,
+    Supervise,
+    history,
+    init_folder,
+    serving,
+)
+from tests.support import ServeProcess, sqlite_url
+
+DATA = Path(__file__).resolve().parents[2] / "unit" / "supervisor" / "data"
+
+# `coding` waits until the file `release` exists beside the folder, so a task stays running.
+ROUTINE = """
+import time
+from pathlib import Path
+
+from stateous import on_state
+
+from contract import TicketContext, events, states
+
+
+@on_state(states.coding)
+def coding(ctx: TicketContext) -> events.done | events.stuck:
+    while not Path("release").exists():
+        time.sleep(0.05)
+    return events.stuck()
+"""
+
+
+@pytest.fixture
+def plane(tmp_path: Path) -> Iterator[ServeProcess]:
+    graph = tmp_path / "sdlc.json"
+    shutil.copy(DATA / "sdlc.json", graph)
+    with serving(graph, sqlite_url(tmp_path)) as served:
+        yield served
+
+
+@pytest.fixture
+def folder(tmp_path: Path, plane: ServeProcess) -> Path:
+    folder = tmp_path / "hup-supervisor"
+    init_folder(plane.url, folder)
+    (folder / "coding.py").write_text(ROUTINE, encoding="utf-8")
+    (folder / "stateous.yaml").write_text(f"url: {plane.url}\nname: box-hup\ntasks: 2\n")
+    return folder
+
+
+@pytest.fixture
+def supervise(folder: Path) -> Iterator[Supervise]:
+    """`stateous supervise FOLDER` in a session of its own (its own process group, no terminal)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "stateous", "supervise", str(folder)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT), **FAST},
+        cwd=folder.parent,
+        start_new_session=True,
+    )
+    running = Supervise(process)
+    running.start_reading()
+    try:
+        yield running
+    finally:
+        if process.poll() is None:
+            running.kill()
+
+
+def entries(url: str) -> list[dict[str, Any]]:
+    """`GET /supervisors`."""
+    answer = httpx.get(f"{url}/supervisors", timeout=10)
+    assert answer.status_code == 200
+    found: list[dict[str, Any]] = answer.json()
+    return found
+
+
+def running_task(plane: ServeProcess, supervise: Supervise) -> None:
+    """Start T-1 and wait until its routine runs."""
+    supervise.wait_for("box-hup serves coding")
+    answer = httpx.post(f"{plane.url}/tokens", json={"token": "T-1", "context": {"repo": "r"}})
+    assert answer.status_code == 201
+    supervise.wait_for(r"^task 1: coding of T-1, attempt 1$")
+
+
+def test_sighup_stops_gracefully_as_sigterm_does(
+    plane: ServeProcess, folder: Path, supervise: Supervise
+) -> None:
+    running_task(plane, supervise)
+    assert os.getsid(supervise.process.pid) == supervise.process.pid
+    supervise.process.send_signal(signal.SIGHUP)
+    supervise.wait_for("stopping:")
+    assert supervise.process.poll() is None  # it waits for the running routine
+    (folder.parent / "release").write_text("", encoding="utf-8")
+    assert supervise.process.wait(timeout=30) == 0
+    messages = supervise.messages()
+    assert "stopping: no new tasks; waiting for 1 routine(s) (signal again to stop now)" in messages
+    assert "task 1 of T-1: reported stuck" in messages
+    assert 'event_accepted {"event": "stuck", "payload": null, "state": "coding"}' in history(
+        plane.url, "T-1"
+    )
+    [entry] = entries(plane.url)
+    assert (entry["supervisor"], entry["status"], entry["stopping"]) == ("box-hup", "gone", True)
+
+
+def test_a_second_sighup_stops_at_once(plane: ServeProcess, supervise: Supervise) -> None:
+    running_task(plane, supervise)
+    supervise.process.send_signal(signal.SIGHUP)
+    supervise.wait_for("stopping:")
+    supervise.process.send_signal(signal.SIGHUP)
+    assert supervise.process.wait(timeout=30) == 1
+    assert "stopping now: cancelling 1 routine(s)" in supervise.messages()
