@@ -39,7 +39,7 @@ class BulkRunner:
 
     def step(self) -> int:
         """One batch of the oldest running job with work left; answers the tokens handled."""
-        for job in self.plane.run("bulk", store.running_jobs):
+        for job in self.plane.run("bulk read", store.running_jobs):
             handled = self._batch(job.id, job.action)
             if handled:
                 return handled
@@ -47,7 +47,7 @@ class BulkRunner:
 
     def _batch(self, job_id: int, action: str) -> int:
         plane = self.plane
-        tokens = plane.run("bulk", lambda conn: store.pending(conn, job_id, self.batch))
+        tokens = plane.run("bulk read", lambda conn: store.pending(conn, job_id, self.batch))
         if not tokens:
             plane.run("bulk", lambda conn: finish_if_done(conn, plane.clock, job_id))
             return 0

@@ -107,14 +107,14 @@ async def list_bulk(request: Request[Any, Any, Any]) -> Response[bytes]:
     if status is not None and status not in JOB_STATUSES:
         raise invalid("invalid_argument", "'status' is one of " + ", ".join(JOB_STATUSES))
     limit = _limit(request.query_params.get("limit"))
-    return answer(await run(request, "bulk", lambda conn: bulk.list_wire(conn, limit, status)))
+    return answer(await run(request, "bulk read", lambda conn: bulk.list_wire(conn, limit, status)))
 
 
 @get("/bulk/{job:str}")
 async def get_bulk(request: Request[Any, Any, Any], job: FromPath[str]) -> Response[bytes]:
     """One bulk job and its progress."""
     job_id = job_segment(job)
-    return answer(await run(request, "bulk", lambda conn: bulk.job_wire(conn, job_id)))
+    return answer(await run(request, "bulk read", lambda conn: bulk.job_wire(conn, job_id)))
 
 
 @post("/bulk/{job:str}/stop", status_code=200)

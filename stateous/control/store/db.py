@@ -43,7 +43,7 @@ READ = "stateous_read"
 #: (`memory` names both the read and the write of task memory, so it runs with the writes.)
 READ_CALLS = frozenset(
     {"list", "token", "history", "tasks", "token tasks", "timers", "stats", "metrics", "why",
-     "supervisors", "inbox"}
+     "supervisors", "inbox", "audit", "bulk read"}
 )  # fmt: skip
 
 #: Postgres lanes: shared transactions committing at once (SQLite has one writer: one lane).
