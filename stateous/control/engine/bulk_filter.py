@@ -1,4 +1,4 @@
-"""The selection of a bulk job (spec 80 §2): the filter's parts, checked, and the context test.
+"""The selection of a bulk job (spec 80 §2): a body's filter checked into a `Filter`.
 
 Every part is optional and all must hold; only top tokens are ever selected. A bad part is
 `422 invalid_body` with a sentence that names it.
@@ -6,30 +6,17 @@ Every part is optional and all must hold; only top tokens are ever selected. A b
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import Any
 
 from stateous.control.clock import iso
 from stateous.control.errors import invalid
+from stateous.model.selection import Filter
 from stateous.model.wire import TOKEN_STATUSES
 
 PARTS = ("status", "state", "prefix", "entered_before", "entered_after", "context", "tokens")
 MAX_TOKENS = 10_000
-
-
-@dataclass(frozen=True)
-class Filter:
-    """A checked filter; None is a part not given."""
-
-    status: tuple[str, ...] | None = None
-    state: tuple[str, ...] | None = None
-    prefix: str | None = None
-    entered_before: datetime | None = None
-    entered_after: datetime | None = None
-    context: dict[str, Any] | None = None
-    tokens: tuple[str, ...] | None = None
 
 
 def _refuse(message: str) -> Exception:
@@ -93,26 +80,6 @@ def parse_filter(value: Any, states: Collection[str]) -> Filter:
         context=context,
         tokens=_tokens(get("tokens")) if "tokens" in value else None,
     )  # fmt: skip
-
-
-def same_json(one: Any, other: Any) -> bool:
-    """JSON equality: `1` equals `1.0`, but never `true`; objects by keys, arrays in order."""
-    if isinstance(one, bool) or isinstance(other, bool):
-        return isinstance(one, bool) and isinstance(other, bool) and one == other
-    if isinstance(one, int | float) and isinstance(other, int | float):
-        return one == other
-    if isinstance(one, dict) and isinstance(other, dict):
-        return one.keys() == other.keys() and all(same_json(one[k], other[k]) for k in one)
-    if isinstance(one, list) and isinstance(other, list):
-        return len(one) == len(other) and all(
-            same_json(a, b) for a, b in zip(one, other, strict=True)
-        )
-    return type(one) is type(other) and one == other
-
-
-def context_holds(context: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
-    """Whether each wanted key is in the context with an equal JSON value."""
-    return all(key in context and same_json(context[key], value) for key, value in wanted.items())
 
 
 def as_wire(found: Filter) -> dict[str, Any]:

@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, func, insert, select, update
 
-from stateous.control.engine.bulk_filter import Filter, context_holds
 from stateous.control.store.tables import bulk_jobs, bulk_matches, tokens
+from stateous.model.selection import Filter, context_holds
 
 PAGE = 1000  # tokens read per page while matching; ids per IN (...) of an explicit list
 
