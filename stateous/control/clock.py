@@ -44,6 +44,10 @@ class FakeClock:
 
 def iso(when: datetime) -> str:
     """ISO 8601 with a trailing `Z`, microseconds only when not zero (spec 20 §1.1)."""
+    if when.tzinfo is None and when.year >= 1000:
+        # The same text as below, about 4x quicker (a listing of 1,000 tokens calls this 1,000
+        # times): `isoformat` writes microseconds only when not zero, and no offset when naive.
+        return when.isoformat() + "Z"
     text = when.strftime("%Y-%m-%dT%H:%M:%S")
     if when.microsecond:
         text += f".{when.microsecond:06d}"
