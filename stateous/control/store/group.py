@@ -168,23 +168,37 @@ def run_shared(conn: Connection, group: Sequence[Op]) -> list[Outcome]:
     return outcomes
 
 
+#: The savepoint of each operation in a group. Written as SQL (not `begin_nested()`, which
+#: builds and compiles a statement of its own for each savepoint: about 4% of `serve`'s CPU
+#: under load); operations of a group never nest, so one name serves them all.
+_SAVEPOINT = "SAVEPOINT stateous_op"
+_RELEASE = "RELEASE SAVEPOINT stateous_op"
+_ROLLBACK_TO = "ROLLBACK TO SAVEPOINT stateous_op"
+
+
 def _run_in_savepoint(conn: Connection, op: Op) -> Outcome:
-    savepoint = conn.begin_nested()
+    conn.exec_driver_sql(_SAVEPOINT)
     try:
         value = op.work(conn)
     except RecordedRefusal as exc:  # its rows are kept, then it is refused (spec 30 §1.1)
-        savepoint.commit()
+        conn.exec_driver_sql(_RELEASE)
         return (False, exc)
     except DBAPIError as exc:
         if is_retry(exc):
             raise
-        savepoint.rollback()
+        _roll_back(conn)
         return (False, busy(exc) if isinstance(exc, OperationalError | InterfaceError) else exc)
     except Exception as exc:  # a refusal (or a bug) of this operation alone
-        savepoint.rollback()
+        _roll_back(conn)
         return (False, exc)
-    savepoint.commit()
+    conn.exec_driver_sql(_RELEASE)
     return (True, value)
+
+
+def _roll_back(conn: Connection) -> None:
+    """Undo the operation's savepoint alone, and end it."""
+    conn.exec_driver_sql(_ROLLBACK_TO)
+    conn.exec_driver_sql(_RELEASE)
 
 
 def sqlstate(exc: DBAPIError) -> str | None:
