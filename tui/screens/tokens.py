@@ -17,6 +17,7 @@ from stateous.model.history import display_state
 from tui.format import STATUSES, duration, parse_time, status_text
 from tui.schema import state_key
 from tui.screens.bulk import BulkConfirmScreen
+from tui.screens.repair import REPAIR_BINDINGS, RepairScreen
 from tui.screens.steering import STEERING_BINDINGS, SteeringScreen
 from tui.widgets import Banner, StatesPanel, StatusBar
 from tui.widgets.polling import PollingScreen
@@ -70,7 +71,7 @@ def arrange(
     return rows
 
 
-class TokensScreen(PollingScreen, SteeringScreen):
+class TokensScreen(PollingScreen, RepairScreen):
     """Every token, most recently moved first, with the states panel beside it."""
 
     TITLE = "tokens"
@@ -82,6 +83,7 @@ class TokensScreen(PollingScreen, SteeringScreen):
         Binding("h", "children", "Children"),
         Binding("asterisk", "select_all", "Select all", key_display="*"),
         *STEERING_BINDINGS,
+        *REPAIR_BINDINGS,
         Binding("0", "status(None)", "All statuses", show=False),
         Binding("1", "status('active')", "Active only", show=False),
         Binding("2", "status('paused')", "Paused only", show=False),
@@ -100,7 +102,7 @@ class TokensScreen(PollingScreen, SteeringScreen):
         self.prefix = ""
         self.hide_children = False
         self.selection: dict[str, Any] | None = None
-        """With `*` (spec 80 §2): the filter whose every token `p` `r` `c` `f` act on."""
+        """With `*` (spec 80 §2): the filter whose every token `p` `r` `c` `f` `R` act on."""
         self._keys: list[str] = []
         self._fixed: dict[tuple[object, ...], list[Cell]] = {}
         self._filters_shown = ""
@@ -308,8 +310,8 @@ class TokensScreen(PollingScreen, SteeringScreen):
         else:
             self.selection = self.current_filter()
             self.notify(
-                f"every token where {selection_text(self.selection)}: p r c f act on all of "
-                "them, * or esc clears",
+                f"every token where {selection_text(self.selection)}: p r c f R act on all "
+                "of them, * or esc clears",
                 title="selected",
             )
         self._show_filters()
@@ -334,6 +336,23 @@ class TokensScreen(PollingScreen, SteeringScreen):
             super().action_fire()
         else:
             self.bulk("fire", self.selection)
+
+    def action_retry(self) -> None:
+        """Retry the failed token under the cursor, or every selected token (a bulk retry)."""
+        if self.selection is None:
+            super().action_retry()
+        else:
+            self.bulk("retry", self.selection)
+
+    def action_move(self) -> None:
+        """Move the token under the cursor; a move is never bulk (each token its own state)."""
+        if self.selection is None:
+            super().action_move()
+        else:
+            self.notify(
+                "m moves one token: clear the selection (* or esc) and move the highlighted token",
+                severity="warning",
+            )
 
     @work(exclusive=True, group="steer")
     async def bulk(self, action: str, selection: dict[str, Any]) -> None:
