@@ -160,12 +160,14 @@ def _new_claims(tx: Tx, supervisor: str, states: Sequence[str], most: int) -> li
 
 def _take(tx: Tx, supervisor: str, task_id: int) -> Taken | None:
     """Claim one candidate if it is still queued and its token active (read again)."""
-    found = q.task_and_token(tx.conn, task_id)
+    # With the token's last seq, so its `task_claimed` row needs no read of its own.
+    found = q.task_token_seq(tx.conn, task_id)
     if found is None:
         return None
-    fresh, token = found
+    fresh, token, seq = found
     if fresh.status != "queued" or token.status != "active":
         return None
+    tx.know_seq(token.token, seq)
     until = tx.now + tx.config.lease
     attempt = fresh.attempt + 1
     q.update_task(
