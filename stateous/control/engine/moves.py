@@ -120,11 +120,10 @@ def leave(
     """Leave the current state (§2.6): close open tasks, cancel timers and live children."""
     spec = body.states.get(token.state)
     emits = spec.emits if spec is not None else ()
-    for task in q.open_tasks(tx.conn, token.token):
-        done = event is not None and event in emits and task.status in WORKED_ON
-        status = "done" if done else "cancelled"
-        q.update_task(tx.conn, task.id, status=status, lease_until=None)
-        tx.write(token.token, f"task_{status}", {"task": task.id})
+    # One statement closes them all (a claimed or waiting task is `done` on an emitted event).
+    done = event is not None and event in emits
+    for task_id, status in q.close_open_tasks(tx.conn, token.token, done):
+        tx.write(token.token, f"task_{status}", {"task": task_id})
     q.cancel_timers(tx.conn, token.token)
     if spec is not None and spec.is_parallel:
         cancel_live_children(tx, token, spec, child_reason)

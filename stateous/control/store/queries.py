@@ -9,11 +9,13 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    Boolean,
     Connection,
     Row,
     Select,
     and_,
     bindparam,
+    case,
     delete,
     func,
     insert,
@@ -168,6 +170,25 @@ _OPEN_TASKS = (
     select(tasks)
     .where(tasks.c.token == bindparam("t"), tasks.c.status.in_(("queued", "claimed", "waiting")))
     .order_by(tasks.c.id)
+)
+# Closing a token's open tasks as it leaves a state: each worked-on task (claimed or waiting)
+# is `done` when the event was one its state emits, every other open task `cancelled`.
+_CLOSE_OPEN_TASKS = (
+    update(tasks)
+    .where(tasks.c.token == bindparam("t"), tasks.c.status.in_(("queued", "claimed", "waiting")))
+    .values(
+        status=case(
+            (
+                and_(
+                    bindparam("done", type_=Boolean()), tasks.c.status.in_(("claimed", "waiting"))
+                ),
+                "done",
+            ),
+            else_="cancelled",
+        ),
+        lease_until=None,
+    )
+    .returning(tasks.c.id, tasks.c.status)
 )
 _INSERT_TIMER = insert(timers).returning(timers.c.id)
 _PENDING_TIMERS = update(timers).where(
@@ -364,6 +385,16 @@ def get_task(conn: Connection, task_id: int) -> TaskRecord | None:
 def open_tasks(conn: Connection, token: str) -> list[TaskRecord]:
     """The token's queued, claimed or waiting tasks, by id."""
     return [TaskRecord.from_row(row) for row in conn.execute(_OPEN_TASKS, {"t": token})]
+
+
+def close_open_tasks(conn: Connection, token: str, done: bool) -> list[tuple[int, str]]:
+    """Close the token's open tasks in one statement: (id, new status) of each, by id.
+
+    `done`: the token leaves on an event its state emits, so a claimed or waiting task is
+    `done`; every other open task is `cancelled` (spec 30 §2.6).
+    """
+    found = conn.execute(_CLOSE_OPEN_TASKS, {"t": token, "done": done})
+    return sorted((int(task_id), str(status)) for task_id, status in found)
 
 
 def update_task(conn: Connection, task_id: int, **values: Any) -> None:
