@@ -18,6 +18,8 @@ from tests.support import free_port, postgres_database
 
 
 @pytest.mark.skipif(os.environ.get("STATEOUS_TEST_DB") == "sqlite", reason="Postgres only")
+# Its own waits add up to 15 minutes on a loaded machine; the suite's 300 s would cut it short.
+@pytest.mark.timeout(1000)
 def test_a_takeover_during_a_job_applies_each_token_once(tmp_path: Path) -> None:
     with postgres_database("stateous_bulk") as db:
         first = Plane(db, free_port(), tmp_path)
