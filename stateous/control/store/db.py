@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import threading
@@ -11,7 +12,13 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, RootTransaction, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import (
+    ArgumentError,
+    DBAPIError,
+    InterfaceError,
+    OperationalError,
+    SQLAlchemyError,
+)
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.pool import StaticPool
 
@@ -237,9 +244,12 @@ class Store:
                 trans = conn.begin()
                 try:
                     outcomes = run_shared(conn, group)
-                except DBAPIError as exc:
-                    trans.rollback()
-                    if not is_retry(exc):
+                except SQLAlchemyError as exc:
+                    # The transaction is lost (a lost connection, a savepoint that could not be
+                    # rolled back) or stopped for a deadlock: nothing of the group is applied.
+                    with contextlib.suppress(SQLAlchemyError):
+                        trans.rollback()
+                    if not (isinstance(exc, DBAPIError) and is_retry(exc)):
                         return [(False, busy(exc)) for _ in group]
                     outcomes = []
                 else:

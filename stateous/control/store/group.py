@@ -184,7 +184,9 @@ def _run_in_savepoint(conn: Connection, op: Op) -> Outcome:
         conn.exec_driver_sql(_RELEASE)
         return (False, exc)
     except DBAPIError as exc:
-        if is_retry(exc):
+        # A deadlock reruns the group; a lost connection loses the whole transaction (its
+        # savepoint cannot be rolled back), so every operation of the group fails with it.
+        if is_retry(exc) or exc.connection_invalidated:
             raise
         _roll_back(conn)
         return (False, busy(exc) if isinstance(exc, OperationalError | InterfaceError) else exc)

@@ -248,3 +248,32 @@ def test_a_cancelled_wait_does_not_stop_the_group(store: Store) -> None:
     assert busy.future.result(timeout=30) is True
     assert kept.future.result(timeout=30) == "answered"
     assert gone.future.cancelled()
+
+
+def test_a_lost_connection_fails_every_operation_and_applies_none(
+    store: Store, clock: FakeClock, orders: EngineConfig
+) -> None:
+    """The server ends the shared transaction's connection in the middle of a group (a Postgres
+    restart): its savepoint cannot be rolled back, and every operation is `503 database_busy`."""
+    if store.sqlite:
+        return  # a SQLite connection cannot be ended from the server's side
+    clock.set(T1)
+    plane = Plane.of(store, orders, clock)
+
+    def ended(conn: Connection) -> str:
+        conn.execute(text("SELECT pg_terminate_backend(pg_backend_pid())"))
+        return "unreachable"
+
+    answers = plane.run_many(
+        [
+            starting(plane, "ORDER-1", {"title": "first"}),
+            ("note", ended),
+            starting(plane, "ORDER-2", {"title": "second"}),
+        ]
+    )
+    assert [(type(a), a.code, a.status) for a in answers] == [
+        (DatabaseBusy, "database_busy", 503)
+    ] * 3
+    assert tokens(store) == []
+    # The lane goes on with a new connection: the next operations commit.
+    assert isinstance(plane.run_many([starting(plane, "ORDER-3", {"title": "3"})])[0], Started)
