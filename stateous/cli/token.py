@@ -224,9 +224,9 @@ def fire_command(
     actor: str | None,
     **flags: Any,
 ) -> None:
-    """Fire an event on a token, or with --where on every token selected: `fire --where ...
-    EVENT [PAYLOAD_JSON]`.
+    """Fire an event on a token.
 
+    With --where, on every token selected: `fire --where ... EVENT [PAYLOAD_JSON]`.
     PAYLOAD_JSON is the event's payload, a JSON object. A paused token holds the event until it
     is resumed. A repeated --key changes nothing and prints `duplicate: ` and the token.
     """
@@ -310,7 +310,8 @@ def _steer(action: str, summary: str) -> click.Command:
             answer = getattr(client, action)(token_id, reason=reason)
         echo_lines([token_line(answer)])
 
-    command.__doc__ = summary + " With --where, every token the flags select, as one bulk job."
+    # The first paragraph is the summary of spec 50 §1.2, exactly; --where is said below it.
+    command.__doc__ = summary + "\n\nWith --where, every token the flags select, as one bulk job."
     command = click.argument("token_id", metavar="[ID]", required=False)(command)
     return token_group.command(action)(command)
 
