@@ -60,7 +60,10 @@ def stateous(
 ) -> tuple[int, str, str]:
     """Run `python -m stateous ARGS` (with `--url URL` when given): (exit code, stdout, stderr)."""
     argv = [sys.executable, "-m", "stateous", *args, *(["--url", url] if url else [])]
-    full_env = {k: v for k, v in os.environ.items() if k != "STATEOUS_URL"}
+    # COLUMNS and LINES may be left in the environment by a console test of the same worker;
+    # a command's output in a pipe must not depend on them.
+    dropped = ("STATEOUS_URL", "COLUMNS", "LINES")
+    full_env = {k: v for k, v in os.environ.items() if k not in dropped}
     done = subprocess.run(
         argv, capture_output=True, text=True, env={**full_env, **(env or {})}, timeout=60
     )
