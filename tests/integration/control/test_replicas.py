@@ -232,7 +232,13 @@ def test_replica_waits_for_the_schema_and_shows_its_role(tmp_path: Path, pg_url:
             assert err == "error: another control plane serves this database; stop it first\n"
         # The holder stopped cleanly: its row is gone; the replica took the hold.
         wait_line(replica, lambda line: line.endswith(TOOK), 10)
-        listed = httpx.get(replica.url + "/control-planes").json()
+        # Its presence row says `holder` just after the log line: wait for it, briefly.
+        deadline = time.monotonic() + 10
+        while True:
+            listed = httpx.get(replica.url + "/control-planes").json()
+            if [entry["role"] for entry in listed] == ["holder"] or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         assert [(entry["role"]) for entry in listed] == ["holder"]
         assert listed[0]["name"] == _serving(pg_url)
     finally:
