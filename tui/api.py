@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
-import socket
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
+from stateous.model.actor import default_actor
 from stateous.model.errors import StateousError
 
 JSON = Any
@@ -35,21 +34,9 @@ class Unreachable(StateousError):
     code = "unreachable"
 
 
-def console_actor() -> str:
-    """Who acts from this console (spec 80 §1): `$STATEOUS_ACTOR`, else login@host."""
-    given = os.environ.get("STATEOUS_ACTOR", "").strip()
-    if given:
-        return given[:64]
-    try:
-        login = getpass.getuser()
-    except (KeyError, OSError):
-        login = "someone"
-    return f"{login}@{socket.gethostname()}"[:64]
-
-
 def console_by(reason: str | None = None) -> dict[str, Any]:
     """The `by` the console sends with every change: `via: "console"`, and the reason given."""
-    by: dict[str, Any] = {"actor": console_actor()}
+    by: dict[str, Any] = {"actor": default_actor()}
     if reason:
         by["reason"] = reason[:500]
     by["via"] = "console"

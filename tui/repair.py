@@ -6,26 +6,9 @@ The console always says who acts (spec 80 §1): `by` with `via: "console"` and t
 
 from __future__ import annotations
 
-import getpass
-import os
-import socket
 from typing import Any
 
-from tui.api import ControlPlane, segment
-
-ACTOR_ENV = "STATEOUS_ACTOR"
-
-
-def console_by() -> dict[str, Any]:
-    """`{"actor", "via": "console"}` of the person at this console."""
-    actor = os.environ.get(ACTOR_ENV, "").strip()
-    if not actor:
-        try:
-            login = getpass.getuser()
-        except (KeyError, OSError):
-            login = "someone"
-        actor = f"{login}@{socket.gethostname()}"
-    return {"actor": actor[:64], "via": "console"}
+from tui.api import ControlPlane, console_by, segment
 
 
 async def retry(plane: ControlPlane, token: str) -> dict[str, Any]:

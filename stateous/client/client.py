@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import getpass
 import json
-import os
-import socket
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
@@ -15,6 +12,7 @@ import httpx
 
 from stateous.client.errors import ClientError, NotFound, Refused, Unreachable
 from stateous.client.url import check_urls
+from stateous.model.actor import default_actor
 
 BODY_EXCERPT = 200
 """A refusal without an `error` sentence shows at most this many characters of its body."""
@@ -336,18 +334,6 @@ def _code(response: httpx.Response) -> str | None:
         return None
     code = body.get("code") if isinstance(body, dict) else None
     return code if isinstance(code, str) else None
-
-
-def default_actor() -> str:
-    """`$STATEOUS_ACTOR`, else the login name and host: `alice@build-box-1` (spec 80 §1)."""
-    given = os.environ.get("STATEOUS_ACTOR", "").strip()
-    if given:
-        return given[:64]
-    try:
-        login = getpass.getuser()
-    except (KeyError, OSError):
-        login = "someone"
-    return f"{login}@{socket.gethostname()}"[:64]
 
 
 def _header_value(key: str) -> bytes:
