@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Row, Select, func, literal_column, select
 
+from stateous.control.store.direct import AnyRow
 from stateous.control.store.queries import TaskRecord
 from stateous.control.store.tables import control_plane, ledger, memory, tasks, timers, tokens
 
@@ -30,7 +31,7 @@ class OperatorTask(TaskRecord):
     """
 
     @classmethod
-    def from_row(cls, row: Row[Any]) -> OperatorTask:
+    def from_row(cls, row: AnyRow) -> OperatorTask:
         """Build from a `tasks` row joined with `tokens.workflow`."""
         task = TaskRecord.from_row(row)
         values = {field.name: getattr(task, field.name) for field in fields(TaskRecord)}

@@ -11,7 +11,6 @@ from typing import Any
 from sqlalchemy import (
     Boolean,
     Connection,
-    Row,
     Select,
     and_,
     bindparam,
@@ -25,7 +24,10 @@ from sqlalchemy import (
     union_all,
     update,
 )
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 
+from stateous.control.store.direct import AnyRow
+from stateous.control.store.direct import execute as run
 from stateous.control.store.tables import (
     claim_grants,
     claims,
@@ -52,7 +54,7 @@ class TokenRecord:
     workflow: str | None
 
     @classmethod
-    def from_row(cls, row: Row[Any], prefix: str = "") -> TokenRecord:
+    def from_row(cls, row: AnyRow, prefix: str = "") -> TokenRecord:
         """Build from a `tokens` row (its columns named `<prefix><column>` in a join)."""
         m = row._mapping
         p = prefix
@@ -77,7 +79,7 @@ class TaskRecord:
     queued_at: datetime
 
     @classmethod
-    def from_row(cls, row: Row[Any]) -> TaskRecord:
+    def from_row(cls, row: AnyRow) -> TaskRecord:
         """Build from a `tasks` row."""
         m = row._mapping
         return cls(
@@ -98,7 +100,7 @@ class LedgerRecord:
     data: dict[str, Any]
 
     @classmethod
-    def from_row(cls, row: Row[Any]) -> LedgerRecord:
+    def from_row(cls, row: AnyRow) -> LedgerRecord:
         """Build from a `ledger` row."""
         m = row._mapping
         return cls(m["token"], m["seq"], m["at"], m["kind"], m["key"], dict(m["data"]))
@@ -207,6 +209,11 @@ _DELETE_MEMORY = delete(memory).where(*_ONE_MEMORY)
 _INSERT_MEMORY = insert(memory)
 _DELETE_ALL_MEMORY = delete(memory).where(memory.c.token == bindparam("t"))
 _CLAIM_ROW = select(claims).where(claims.c.supervisor == bindparam("sup"))
+_CLAIM_ROW_LOCKED = _CLAIM_ROW.with_for_update()
+# Postgres: the claims row of a new supervisor, inserted unless it exists (then locked).
+_PG_CLAIM_ROW_NEW = (
+    pg_insert(claims).values(supervisor=bindparam("sup"), request="").on_conflict_do_nothing()
+)
 _SAVE_CLAIM = update(claims).where(claims.c.supervisor == bindparam("sup"))
 _MORE_GRANTS = (
     select(claim_grants.c.task_id, claim_grants.c.attempt)
@@ -218,14 +225,14 @@ _DELETE_MORE_GRANTS = delete(claim_grants).where(claim_grants.c.supervisor == bi
 
 def get_token(conn: Connection, token: str) -> TokenRecord | None:
     """The token with exactly this id, or None."""
-    row = conn.execute(_GET_TOKEN, {"t": token}).first()
+    row = run(conn, _GET_TOKEN, {"t": token}).first()
     return TokenRecord.from_row(row) if row else None
 
 
 def token_any_case(conn: Connection, token: str) -> tuple[TokenRecord | None, str | None]:
     """(the token with exactly this id, the id of another equal to it ignoring case) in one read."""
     exact, other = None, None
-    for row in conn.execute(_ANY_CASE, {"t": token}):
+    for row in run(conn, _ANY_CASE, {"t": token}):
         record = TokenRecord.from_row(row)
         if record.token == token:
             exact = record
@@ -242,12 +249,12 @@ def token_folded(conn: Connection, token: str) -> str | None:
 
 def insert_token(conn: Connection, record: TokenRecord) -> None:
     """Insert a new token row."""
-    conn.execute(_INSERT_TOKEN, record.__dict__)
+    run(conn, _INSERT_TOKEN, record.__dict__)
 
 
 def update_token(conn: Connection, token: str, **values: Any) -> None:
     """Change columns of one token."""
-    conn.execute(_UPDATE_TOKEN, {"token_id": token, **values})
+    run(conn, _UPDATE_TOKEN, {"token_id": token, **values})
 
 
 def list_tokens(
@@ -285,7 +292,7 @@ def count_live(conn: Connection) -> int:
 
 def last_seq(conn: Connection, token: str) -> int:
     """The highest seq of a token's ledger (0 when empty)."""
-    return int(conn.execute(_LAST_SEQ, {"t": token}).scalar() or 0)
+    return int(run(conn, _LAST_SEQ, {"t": token}).scalar() or 0)
 
 
 def insert_ledger(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
@@ -296,7 +303,7 @@ def insert_ledger(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
         conn.execute(_INSERT_LEDGER, list(rows))
         return
     params = {f"{name}_{i}": row[name] for i, row in enumerate(rows) for name in _LEDGER_COLUMNS}
-    conn.execute(_insert_ledger_rows(len(rows)), params)
+    run(conn, _insert_ledger_rows(len(rows)), params)
 
 
 _LEDGER_COLUMNS = ("token", "seq", "at", "kind", "key", "data")
@@ -325,7 +332,7 @@ def _insert_ledger_rows(count: int) -> Any:
 
 def key_used(conn: Connection, token: str, key: str) -> bool:
     """Whether a ledger row of this token carries this idempotency key."""
-    return conn.execute(_KEY_USED, {"t": token, "key": key}).first() is not None
+    return run(conn, _KEY_USED, {"t": token, "key": key}).first() is not None
 
 
 def ledger_of(
@@ -333,15 +340,15 @@ def ledger_of(
 ) -> list[LedgerRecord]:
     """A token's ledger rows in seq order, optionally only some kinds."""
     if kinds is None:
-        rows = conn.execute(_LEDGER_IN_ORDER, {"t": token})
+        rows = run(conn, _LEDGER_IN_ORDER, {"t": token})
     else:
-        rows = conn.execute(_LEDGER_OF_KINDS, {"t": token, "kinds": list(kinds)})
+        rows = run(conn, _LEDGER_OF_KINDS, {"t": token, "kinds": list(kinds)})
     return [LedgerRecord.from_row(row) for row in rows]
 
 
 def last_of_kind(conn: Connection, token: str, kind: str) -> LedgerRecord | None:
     """The token's latest ledger row of one kind."""
-    row = conn.execute(_LAST_OF_KIND, {"t": token, "kind": kind}).first()
+    row = run(conn, _LAST_OF_KIND, {"t": token, "kind": kind}).first()
     return LedgerRecord.from_row(row) if row else None
 
 
@@ -351,12 +358,12 @@ def last_of_kind(conn: Connection, token: str, kind: str) -> LedgerRecord | None
 def insert_task(conn: Connection, token: str, state: str, visit: int, now: datetime) -> int:
     """Queue a task (attempt 0) and answer its id."""
     values = {"token": token, "state": state, "visit": visit, "status": "queued", "attempt": 0}
-    return int(conn.execute(_INSERT_TASK, {**values, "queued_at": now}).scalar_one())
+    return int(run(conn, _INSERT_TASK, {**values, "queued_at": now}).scalar_one())
 
 
 def task_and_token(conn: Connection, task_id: int) -> tuple[TaskRecord, TokenRecord] | None:
     """The task with this id and its token, in one read (None: no such task or token)."""
-    row = conn.execute(_TASK_AND_TOKEN, {"id": task_id}).first()
+    row = run(conn, _TASK_AND_TOKEN, {"id": task_id}).first()
     if row is None:
         return None
     return TaskRecord.from_row(row), TokenRecord.from_row(row, prefix=_TOKEN_PREFIX)
@@ -364,7 +371,7 @@ def task_and_token(conn: Connection, task_id: int) -> tuple[TaskRecord, TokenRec
 
 def task_token_seq(conn: Connection, task_id: int) -> tuple[TaskRecord, TokenRecord, int] | None:
     """`task_and_token` and the highest seq of the token's ledger (0 when empty), in one read."""
-    row = conn.execute(_TASK_TOKEN_SEQ, {"id": task_id}).first()
+    row = run(conn, _TASK_TOKEN_SEQ, {"id": task_id}).first()
     if row is None:
         return None
     task, token = TaskRecord.from_row(row), TokenRecord.from_row(row, prefix=_TOKEN_PREFIX)
@@ -373,18 +380,18 @@ def task_token_seq(conn: Connection, task_id: int) -> tuple[TaskRecord, TokenRec
 
 def highest_visit(conn: Connection, token: str, state: str) -> int:
     """The highest visit among the token's tasks of `state` (0 when none)."""
-    return int(conn.execute(_HIGHEST_VISIT, {"t": token, "s": state}).scalar() or 0)
+    return int(run(conn, _HIGHEST_VISIT, {"t": token, "s": state}).scalar() or 0)
 
 
 def get_task(conn: Connection, task_id: int) -> TaskRecord | None:
     """The task with this id, or None."""
-    row = conn.execute(_GET_TASK, {"id": task_id}).first()
+    row = run(conn, _GET_TASK, {"id": task_id}).first()
     return TaskRecord.from_row(row) if row else None
 
 
 def open_tasks(conn: Connection, token: str) -> list[TaskRecord]:
     """The token's queued, claimed or waiting tasks, by id."""
-    return [TaskRecord.from_row(row) for row in conn.execute(_OPEN_TASKS, {"t": token})]
+    return [TaskRecord.from_row(row) for row in run(conn, _OPEN_TASKS, {"t": token})]
 
 
 def close_open_tasks(conn: Connection, token: str, done: bool) -> list[tuple[int, str]]:
@@ -393,13 +400,13 @@ def close_open_tasks(conn: Connection, token: str, done: bool) -> list[tuple[int
     `done`: the token leaves on an event its state emits, so a claimed or waiting task is
     `done`; every other open task is `cancelled` (spec 30 §2.6).
     """
-    found = conn.execute(_CLOSE_OPEN_TASKS, {"t": token, "done": done})
+    found = run(conn, _CLOSE_OPEN_TASKS, {"t": token, "done": done})
     return sorted((int(task_id), str(status)) for task_id, status in found)
 
 
 def update_task(conn: Connection, task_id: int, **values: Any) -> None:
     """Change columns of one task."""
-    conn.execute(_UPDATE_TASK, {"task_id": task_id, **values})
+    run(conn, _UPDATE_TASK, {"task_id": task_id, **values})
 
 
 def queued_candidates(
@@ -411,7 +418,7 @@ def queued_candidates(
     with its token's parent, to find the family lock.
     """
     query = _candidates_query(tuple(served), limit)
-    return [(TaskRecord.from_row(row), row._mapping["parent"]) for row in conn.execute(query)]
+    return [(TaskRecord.from_row(row), row._mapping["parent"]) for row in run(conn, query)]
 
 
 @functools.lru_cache(maxsize=256)
@@ -462,13 +469,13 @@ def renew_leases(
 
 def insert_timer(conn: Connection, **values: Any) -> int:
     """Insert a pending timer and answer its id."""
-    return int(conn.execute(_INSERT_TIMER, {**values, "status": "pending"}).scalar_one())
+    return int(run(conn, _INSERT_TIMER, {**values, "status": "pending"}).scalar_one())
 
 
 def cancel_timers(conn: Connection, token: str, kind: str | None = None) -> None:
     """Set the token's pending timers (of one kind, or all) to cancelled."""
     if kind is None:
-        conn.execute(_PENDING_TIMERS, {"t": token, "status": "cancelled"})
+        run(conn, _PENDING_TIMERS, {"t": token, "status": "cancelled"})
     else:
         conn.execute(
             _PENDING_TIMERS_OF_KIND, {"t": token, "timer_kind": kind, "status": "cancelled"}
@@ -480,29 +487,29 @@ def cancel_timers(conn: Connection, token: str, kind: str | None = None) -> None
 
 def memory_of(conn: Connection, token: str, state: str) -> dict[str, Any]:
     """Every memory key of (token, state), as an object (keys sorted)."""
-    return {key: value for key, value in conn.execute(_MEMORY_OF, {"t": token, "s": state})}
+    return {key: value for key, value in run(conn, _MEMORY_OF, {"t": token, "s": state})}
 
 
 def memory_exists(conn: Connection, token: str, state: str, key: str) -> bool:
     """Whether the memory key exists."""
-    found = conn.execute(_MEMORY_EXISTS, {"t": token, "s": state, "k": key})
+    found = run(conn, _MEMORY_EXISTS, {"t": token, "s": state, "k": key})
     return found.first() is not None
 
 
 def set_memory(conn: Connection, token: str, state: str, key: str, value: Any) -> None:
     """Insert or replace one memory value."""
     delete_memory(conn, token, state, key)
-    conn.execute(_INSERT_MEMORY, {"token": token, "state": state, "key": key, "value": value})
+    run(conn, _INSERT_MEMORY, {"token": token, "state": state, "key": key, "value": value})
 
 
 def delete_memory(conn: Connection, token: str, state: str, key: str) -> None:
     """Delete one memory key."""
-    conn.execute(_DELETE_MEMORY, {"t": token, "s": state, "k": key})
+    run(conn, _DELETE_MEMORY, {"t": token, "s": state, "k": key})
 
 
 def delete_all_memory(conn: Connection, token: str) -> None:
     """Delete every memory row of a token (it ended)."""
-    conn.execute(_DELETE_ALL_MEMORY, {"t": token})
+    run(conn, _DELETE_ALL_MEMORY, {"t": token})
 
 
 # --- claims ---------------------------------------------------------------------------------
@@ -512,23 +519,17 @@ def claim_row_for_update(conn: Connection, supervisor: str) -> ClaimRecord:
     """The supervisor's claims row, locked; created with request `""` if missing."""
     params = {"sup": supervisor}
     if conn.dialect.name == "postgresql":
-        conn.execute(_pg_insert_ignore(supervisor))
-        row = conn.execute(_CLAIM_ROW.with_for_update(), params).first()
+        run(conn, _PG_CLAIM_ROW_NEW, params)
+        row = run(conn, _CLAIM_ROW_LOCKED, params).first()
     else:
-        row = conn.execute(_CLAIM_ROW, params).first()
+        row = run(conn, _CLAIM_ROW, params).first()
         if row is None:
             conn.execute(insert(claims).values(supervisor=supervisor, request=""))
-            row = conn.execute(_CLAIM_ROW, params).first()
+            row = run(conn, _CLAIM_ROW, params).first()
     assert row is not None
     m = row._mapping
-    more = tuple((int(t), int(a)) for t, a in conn.execute(_MORE_GRANTS, params))
+    more = tuple((int(t), int(a)) for t, a in run(conn, _MORE_GRANTS, params))
     return ClaimRecord(m["supervisor"], m["request"], m["task_id"], m["attempt"], more)
-
-
-def _pg_insert_ignore(supervisor: str) -> Any:
-    from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-    return pg_insert(claims).values(supervisor=supervisor, request="").on_conflict_do_nothing()
 
 
 def save_claim(
@@ -543,9 +544,9 @@ def save_claim(
     replaced claim left rows in `claim_grants` (they are deleted)."""
     task_id, attempt = grants[0] if grants else (None, None)
     values = {"request": request, "task_id": task_id, "attempt": attempt}
-    conn.execute(_SAVE_CLAIM, {"sup": supervisor, **values})
+    run(conn, _SAVE_CLAIM, {"sup": supervisor, **values})
     if had_more:
-        conn.execute(_DELETE_MORE_GRANTS, {"sup": supervisor})
+        run(conn, _DELETE_MORE_GRANTS, {"sup": supervisor})
     if len(grants) > 1:
         rows = [
             {"supervisor": supervisor, "position": position, "task_id": t, "attempt": a}

@@ -1,0 +1,239 @@
+"""The engine's hot statements, run on the driver's cursor (spec 75 §5).
+
+SQLAlchemy's `Connection.execute` costs about 20 µs of CPU per statement beyond the driver's
+own work (an execution context, parameter processing, events, a result object), which was
+about 40% of `serve`'s Python time under load: a token runs some forty statements. Here a
+statement is compiled once per dialect (and, for an INSERT or UPDATE, per set of parameter
+names), exactly as SQLAlchemy compiles it, and then run on the DBAPI cursor with the column
+types' own bind and result processors. What the database receives is the SQL and the values
+SQLAlchemy would send; a driver's error is handed to SQLAlchemy, which wraps it (and
+invalidates a lost connection) as if it had run the statement itself.
+
+A statement this cannot run faithfully (an `expanding` IN parameter, which needs its values
+at execution) goes through `Connection.execute`, and so does an `executemany`.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy import Connection
+from sqlalchemy.engine import Dialect
+from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.dml import UpdateBase
+
+__all__ = ["AnyRow", "Rows", "execute", "execute_sql"]
+
+Processor = Callable[[Any], Any]
+
+
+class AnyRow(Protocol):
+    """A row of SQLAlchemy's or of this module: its values by column key."""
+
+    @property
+    def _mapping(self) -> Mapping[Any, Any]: ...
+
+
+class Row(tuple[Any, ...]):
+    """A result row: a tuple, with `_mapping` by column key as SQLAlchemy's rows have."""
+
+    _keys: tuple[str, ...] = ()
+
+    @property
+    def _mapping(self) -> dict[str, Any]:
+        return dict(zip(self._keys, self, strict=True))
+
+
+class Rows:
+    """The rows a statement answered (all fetched), and how many rows it changed."""
+
+    def __init__(self, rows: list[Row], rowcount: int) -> None:
+        self._rows = rows
+        self.rowcount = rowcount
+
+    def __iter__(self) -> Iterator[Row]:
+        return iter(self._rows)
+
+    def all(self) -> list[Row]:
+        """Every row."""
+        return self._rows
+
+    def first(self) -> Row | None:
+        """The first row, or None."""
+        return self._rows[0] if self._rows else None
+
+    def scalar(self) -> Any:
+        """The first column of the first row, or None."""
+        return self._rows[0][0] if self._rows else None
+
+    def scalar_one(self) -> Any:
+        """The first column of the only row."""
+        if len(self._rows) != 1:
+            raise LookupError(f"expected one row, got {len(self._rows)}")
+        return self._rows[0][0]
+
+    def scalars(self) -> list[Any]:
+        """The first column of every row."""
+        return [row[0] for row in self._rows]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A statement compiled for one dialect: its SQL, how to bind, how to read its rows."""
+
+    sql: str
+    names: tuple[str, ...] | None  # the bind names in order (positional drivers), else None
+    binds: Callable[[Mapping[str, Any]], dict[str, Any]]  # every bind's value by name
+    processors: tuple[tuple[str, Processor], ...]
+    constants: dict[str, Any]  # the values of a literal IN list, one bind per value
+    lists: tuple[str, ...]  # the names of those lists, which the SQL no longer holds
+    row_type: type[Row]  # the rows' keys, when the statement answers rows
+    results: tuple[Processor | None, ...]
+
+
+# Plans by (statement id, dialect name, parameter names of a DML statement). The statement
+# itself is kept beside its plan, so its id cannot be reused while the plan is cached.
+_plans: dict[tuple[int, str, tuple[str, ...]], tuple[ClauseElement, _Plan | None]] = {}
+_plans_lock = threading.Lock()
+_PLANS_MOST = 2048
+
+
+def execute(
+    conn: Connection, statement: ClauseElement, params: Mapping[str, Any] | None = None
+) -> Rows:
+    """Run one statement with one set of parameters, as `conn.execute` would."""
+    values = params or {}
+    plan = _plan(conn.dialect, statement, values)
+    if plan is None:
+        result = conn.execute(statement, dict(values))  # type: ignore[call-overload]
+        if not result.returns_rows:
+            return Rows([], result.rowcount)
+        make = _row_type(tuple(result.keys()))
+        return Rows([make(r) for r in result], result.rowcount)
+    bound = plan.binds(values)
+    if plan.lists:
+        for name in plan.lists:
+            del bound[name]
+        bound.update(plan.constants)
+    for name, process in plan.processors:
+        bound[name] = process(bound[name])
+    args: Sequence[Any] | dict[str, Any] = (
+        bound if plan.names is None else [bound[name] for name in plan.names]
+    )
+    return _run(conn, plan, args)
+
+
+def execute_sql(conn: Connection, sql: str) -> None:
+    """Run SQL without parameters or rows (a SAVEPOINT, say) on the driver's cursor."""
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(sql)
+    except Exception as exc:
+        conn._handle_dbapi_exception(exc, sql, {}, cursor, None)
+    finally:
+        cursor.close()
+
+
+def _run(conn: Connection, plan: _Plan, args: Sequence[Any] | dict[str, Any]) -> Rows:
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(plan.sql, args)
+        described = cursor.description
+        if described is None:
+            return Rows([], cursor.rowcount)
+        fetched = cursor.fetchall()
+    except Exception as exc:
+        # SQLAlchemy wraps the driver's error in its own class, and drops a lost connection.
+        conn._handle_dbapi_exception(exc, plan.sql, args, cursor, None)
+    finally:
+        cursor.close()
+    make, processors = plan.row_type, plan.results
+    if not make._keys:  # plain SQL: the driver's values, keyed by the names it gives
+        make = _row_type(tuple(column[0] for column in described))
+        return Rows([make(row) for row in fetched], len(fetched))
+    if not any(processors):
+        return Rows([make(row) for row in fetched], len(fetched))
+    rows = [
+        make(
+            value if process is None else process(value)
+            for process, value in zip(processors, row, strict=True)
+        )
+        for row in fetched
+    ]
+    return Rows(rows, len(rows))
+
+
+@functools.lru_cache(maxsize=512)
+def _row_type(keys: tuple[str, ...]) -> type[Row]:
+    """The class of rows with these column keys."""
+    return type("Row", (Row,), {"_keys": keys})
+
+
+def _plan(dialect: Dialect, statement: ClauseElement, params: Mapping[str, Any]) -> _Plan | None:
+    dml = isinstance(statement, UpdateBase)
+    names = tuple(sorted(params)) if dml else ()
+    key = (id(statement), dialect.name, names)
+    found = _plans.get(key)
+    if found is not None and found[0] is statement:
+        return found[1]
+    plan = _compile(dialect, statement, params, dml)
+    with _plans_lock:
+        if len(_plans) >= _PLANS_MOST:
+            _plans.clear()
+        _plans[key] = (statement, plan)
+    return plan
+
+
+def _compile(
+    dialect: Dialect, statement: ClauseElement, params: Mapping[str, Any], dml: bool
+) -> _Plan | None:
+    compiled: Any = statement.compile(dialect=dialect, column_keys=list(params) if dml else None)
+    binds = compiled.binds
+    if any(bind.literal_execute for bind in binds.values()):
+        return None  # its SQL holds the values: SQLAlchemy renders it at each execution
+    sql, names, constants = compiled.string, compiled.positiontup, {}
+    expanding = {name for bind, name in compiled.bind_names.items() if bind.expanding}
+    if expanding:
+        if expanding & set(params):
+            return None  # an IN list of the caller's values: its SQL depends on how many
+        # A literal IN list: expanded once, its values bound as constants.
+        state = compiled.construct_expanded_state(dict(params))
+        sql, names = state.statement, state.positiontup
+        fixed = set(compiled.construct_params(dict(params))) - expanding
+        constants = {k: v for k, v in state.parameters.items() if k not in fixed}
+    processors = []
+    for bind, name in compiled.bind_names.items():
+        process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+        if process is None:
+            continue
+        if name in expanding:
+            prefix = name + "_"
+            constants = {k: process(v) if k.startswith(prefix) else v for k, v in constants.items()}
+        else:
+            processors.append((name, process))
+    columns = _result_columns(statement)
+    return _Plan(
+        sql=sql,
+        names=tuple(names) if names is not None else None,
+        binds=compiled.construct_params,
+        processors=tuple(processors),
+        constants=constants,
+        lists=tuple(expanding),
+        row_type=_row_type(tuple(key for key, _ in columns)),
+        results=tuple(
+            kind.dialect_impl(dialect).result_processor(dialect, None) for _, kind in columns
+        ),
+    )
+
+
+def _result_columns(statement: ClauseElement) -> list[tuple[str, Any]]:
+    """(key, type) of each column the statement answers (none for a statement of plain SQL,
+    whose rows keep the driver's values)."""
+    if isinstance(statement, UpdateBase) and not statement._returning:
+        return []
+    exported = getattr(statement, "exported_columns", None)
+    return [] if exported is None else [(c.key, c.type) for c in exported]

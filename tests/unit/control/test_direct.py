@@ -1,0 +1,108 @@
+"""The hot statements run on the driver's cursor answer exactly what SQLAlchemy answers."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import pytest
+from sqlalchemy import Connection, text
+from sqlalchemy.exc import IntegrityError
+
+from stateous.control.store import direct
+from stateous.control.store import queries as q
+from stateous.control.store.db import Store
+
+AT = datetime(2026, 10, 16, 20, 48, 44, 845389)
+
+
+def _seed(conn: Connection) -> int:
+    record = q.TokenRecord("T-1", "draft", "active", 1, {"title": "x", "n": [1, 2]}, AT, None, None)
+    q.insert_token(conn, record)
+    rows = [
+        {"token": "T-1", "seq": 1, "at": AT, "kind": "event_accepted", "key": None, "data": {}},
+        {"token": "T-1", "seq": 2, "at": AT, "kind": "entered", "key": "k", "data": {"a": [1]}},
+    ]
+    q.insert_ledger(conn, rows)
+    q.set_memory(conn, "T-1", "draft", "plan", {"steps": [1, 2]})
+    return q.insert_task(conn, "T-1", "draft", 1, AT)
+
+
+def _both(conn: Connection, statement: Any, params: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    theirs = [(tuple(r), dict(r._mapping)) for r in conn.execute(statement, params)]
+    ours = [(tuple(r), dict(r._mapping)) for r in direct.execute(conn, statement, params)]
+    return theirs, ours
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("_GET_TOKEN", {"t": "T-1"}),
+        ("_ANY_CASE", {"t": "t-1"}),
+        ("_LAST_OF_KIND", {"t": "T-1", "kind": "entered"}),
+        ("_LEDGER_IN_ORDER", {"t": "T-1"}),
+        ("_LEDGER_OF_KINDS", {"t": "T-1", "kinds": ["entered"]}),  # an expanding IN: SQLAlchemy's
+        ("_OPEN_TASKS", {"t": "T-1"}),  # a literal IN list
+        ("_MEMORY_OF", {"t": "T-1", "s": "draft"}),
+    ],
+)
+def test_a_read_answers_the_same_rows(store: Store, name: str, params: dict[str, Any]) -> None:
+    with store.begin() as conn:
+        _seed(conn)
+        theirs, ours = _both(conn, getattr(q, name), params)
+    assert ours == theirs
+    assert ours  # every case reads at least one row
+
+
+def test_a_join_with_labels_and_a_subquery_answers_the_same_row(store: Store) -> None:
+    with store.begin() as conn:
+        task = _seed(conn)
+        theirs, ours = _both(conn, q._TASK_TOKEN_SEQ, {"id": task})
+    assert ours == theirs
+    assert ours[0][1]["ledger_last_seq"] == 2
+    assert ours[0][1]["token_context"] == {"title": "x", "n": [1, 2]}
+    assert ours[0][1]["queued_at"] == AT
+
+
+def test_an_update_with_returning_and_literal_lists_changes_what_sqlalchemy_would(
+    store: Store,
+) -> None:
+    with store.begin() as conn:
+        task = _seed(conn)
+        q.update_task(conn, task, status="claimed", attempt=1, claimed_by="box", lease_until=AT)
+        assert q.close_open_tasks(conn, "T-1", done=True) == [(task, "done")]
+        row = q.get_task(conn, task)
+    assert row is not None
+    assert (row.status, row.attempt, row.claimed_by, row.lease_until) == ("done", 1, "box", None)
+
+
+def test_an_update_answers_its_rowcount(store: Store) -> None:
+    with store.begin() as conn:
+        _seed(conn)
+        changed = direct.execute(conn, q._UPDATE_TOKEN, {"token_id": "T-1", "visit": 2})
+        missing = direct.execute(conn, q._UPDATE_TOKEN, {"token_id": "T-9", "visit": 2})
+        token = q.get_token(conn, "T-1")
+    assert (changed.rowcount, missing.rowcount) == (1, 0)
+    assert token is not None and token.visit == 2
+
+
+def test_plain_sql_answers_rows_keyed_by_the_drivers_names(store: Store) -> None:
+    with store.begin() as conn:
+        _seed(conn)
+        rows = direct.execute(conn, text("SELECT token AS name, visit FROM tokens")).all()
+    assert [(tuple(r), dict(r._mapping)) for r in rows] == [
+        (("T-1", 1), {"name": "T-1", "visit": 1})
+    ]
+
+
+def test_a_drivers_error_is_sqlalchemys_error_and_loses_the_statement_alone(store: Store) -> None:
+    with store.begin() as conn:
+        _seed(conn)
+        direct.execute_sql(conn, "SAVEPOINT one")
+        with pytest.raises(IntegrityError):
+            q.insert_ledger(
+                conn,
+                [{"token": "T-1", "seq": 1, "at": AT, "kind": "x", "key": None, "data": {}}],
+            )
+        direct.execute_sql(conn, "ROLLBACK TO SAVEPOINT one")
+        assert q.last_seq(conn, "T-1") == 2
