@@ -16,6 +16,7 @@ from anyio import to_thread
 from sqlalchemy.exc import SQLAlchemyError
 
 from stateous.control.api.app import create_app
+from stateous.control.api.lean import LeanRoutes
 from stateous.control.api.protocol import protocol_class
 from stateous.control.bulk_runner import BulkRunner
 from stateous.control.clock import Clock, SystemClock
@@ -147,7 +148,7 @@ class ControlPlane:
         )
         app.state.presence_every = settings.since_every  # GET /control-planes (spec 85 §1)
         config = uvicorn.Config(
-            app, log_config=None, access_log=False, lifespan="off",
+            LeanRoutes(app), log_config=None, access_log=False, lifespan="off",
             timeout_graceful_shutdown=int(settings.stop_wait), server_header=False,
             http=protocol_class(),
         )  # fmt: skip

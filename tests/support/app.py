@@ -12,6 +12,7 @@ from typing import Any
 import uvicorn
 
 from stateous.control.api.app import create_app
+from stateous.control.api.lean import LeanRoutes
 from stateous.control.api.protocol import protocol_class
 from stateous.control.clock import Clock, SystemClock
 from stateous.control.engine.tx import EngineConfig
@@ -51,7 +52,7 @@ def running_api(
     plane = Plane(store, EngineConfig(load_graph(graph_text(doc))), clock or SystemClock())
     port = free_port()
     config = uvicorn.Config(
-        create_app(plane, auth_names=auth_names),
+        LeanRoutes(create_app(plane, auth_names=auth_names)),
         host="127.0.0.1",
         port=port,
         log_config=None,

@@ -17,10 +17,20 @@ from stateous.control.plane import Plane
 from stateous.control.store.db import READ_CALLS
 
 
+def json_bytes(value: Any) -> bytes:
+    """The JSON of an answer's body: compact, UTF-8."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
 def answer(value: Any, status: int = 200) -> Response[bytes]:
     """A JSON answer (UTF-8)."""
-    content = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return Response(content=content, status_code=status, media_type="application/json")
+    return Response(content=json_bytes(value), status_code=status, media_type="application/json")
+
+
+def reply(status_and_value: tuple[int, Any]) -> Response[bytes]:
+    """The answer of a route's `(status, value)`: JSON, or a `204` without a body."""
+    status, value = status_and_value
+    return no_content() if status == 204 else answer(value, status)
 
 
 def no_content() -> Response[bytes]:

@@ -12,19 +12,21 @@ from anyio import CapacityLimiter
 from litestar import Litestar, Request, Response, get, post, put
 from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException
 from litestar.params import FromPath
+from litestar.types import Receive
 
 from stateous.control.api import auth, bodies, inbox, longpoll, openapi, operator, supervisors
 from stateous.control.api import batch as batch_routes  # spec 75 §1-3
 from stateous.control.api import bulk as bulk_routes  # spec 80 §1-2
 from stateous.control.api import planes as plane_routes  # spec 85 §1
 from stateous.control.api import repair as repair_routes  # spec 80 §3-4
-from stateous.control.api.acts import by_of
+from stateous.control.api.acts import actor_of, by_of
 from stateous.control.api.answers import (
     answer,
     known_id,
     no_content,
     plane_of,
     read_body,
+    reply,
     run,
     task_segment,
 )
@@ -47,21 +49,27 @@ from stateous.control.store.db import CLAIM_CALLS, ENGINE_CALLS
 
 log = logging.getLogger("stateous.api")
 
+Reply = batch_routes.Reply
+
 
 # --- tokens -------------------------------------------------------------------------------------
+
+
+async def start_reply(plane: Plane, actor: str | None, body: dict[str, Any]) -> Reply:
+    """Start a token (`201`), or answer the existing one (`200`)."""
+    token_id, context = body.get("token"), body.get("context")
+    by = bodies.by_arg(body, actor)
+    started = await plane.run_async(
+        "start", lambda conn: start(conn, plane.clock, plane.config, token_id, context, by)
+    )
+    return (201 if started.created else 200), token_wire(started.token)
 
 
 @post("/tokens", status_code=201)
 async def start_token(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Start a token (`201`), or answer the existing one (`200`)."""
     body = await read_body(request)
-    plane = plane_of(request)
-    token_id, context = body.get("token"), body.get("context")
-    by = by_of(request, body)
-    started = await run(
-        request, "start", lambda conn: start(conn, plane.clock, plane.config, token_id, context, by)
-    )
-    return answer(token_wire(started.token), 201 if started.created else 200)
+    return reply(await start_reply(plane_of(request), actor_of(request), body))
 
 
 @get("/tokens")
@@ -157,32 +165,38 @@ async def health(request: Request[Any, Any, Any]) -> Response[bytes]:
 # --- tasks --------------------------------------------------------------------------------------
 
 
-@post("/tasks/claim", status_code=200)
-async def claim_task(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """Claim a task: a grant, or `204`; with `wait`, hold the request until one is queued."""
-    body = await read_body(request)
+async def claim_reply(plane: Plane, receive: Receive, body: dict[str, Any]) -> Reply:
+    """Claim a task: a grant, or `204`; with `wait`, hold the request until one is queued;
+    with `max`, several (spec 75 §1). `receive` tells when the caller hangs up."""
     supervisor, states, request_id = bodies.claim_args(body)
     wait = longpoll.wait_arg(body)
     most = bodies.max_arg(body)
     if most is not None:  # several tasks at once (spec 75 §1)
-        return await batch_routes.claim_several(request, supervisor, states, request_id, wait, most)
-    plane = plane_of(request)
+        return await batch_routes.claim_several(
+            plane, receive, supervisor, states, request_id, wait, most
+        )
     if not states and request_id is None:
         plane.check_serving()
-        return no_content()
+        return 204, None
 
     async def attempt() -> Any:
-        return await run(
-            request,
+        return await plane.run_async(
             "claim",
             lambda conn: claim(conn, plane.clock, plane.config, supervisor, states, request_id),
         )
 
     if not states:
         wait = 0.0  # no task can be queued for no state: nothing to wait for
-    gone = partial(longpoll.until_disconnect, request.receive)
+    gone = partial(longpoll.until_disconnect, receive)
     granted = await longpoll.claim_waiting(plane.wakeups, wait, attempt, gone, states)
-    return no_content() if granted is None else answer(granted)
+    return (204, None) if granted is None else (200, granted)
+
+
+@post("/tasks/claim", status_code=200)
+async def claim_task(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Claim a task: a grant, or `204`; with `wait`, hold the request until one is queued."""
+    body = await read_body(request)
+    return reply(await claim_reply(plane_of(request), request.receive, body))
 
 
 @post("/tasks/heartbeat", status_code=200)
@@ -198,18 +212,24 @@ async def heartbeat_tasks(request: Request[Any, Any, Any]) -> Response[bytes]:
     return answer({"lost": lost})
 
 
+async def report_reply(
+    plane: Plane, actor: str | None, segment: int, body: dict[str, Any]
+) -> Reply:
+    """Report the outcome of the task a path's segment names (digits, already checked)."""
+    outcome = replace(bodies.report_args(body), by=bodies.by_arg(body, actor))
+    task_id = known_id(segment)
+    token = await plane.run_async(
+        "report", lambda conn: report(conn, plane.clock, plane.config, task_id, outcome)
+    )
+    return 200, token_wire(token)
+
+
 @post("/tasks/{task:str}/report", status_code=200)
 async def report_task(request: Request[Any, Any, Any], task: FromPath[str]) -> Response[bytes]:
     """Report a task's outcome."""
     segment = task_segment(task, request.url.path)
     body = await read_body(request)
-    outcome = replace(bodies.report_args(body), by=by_of(request, body))
-    task_id = known_id(segment)
-    plane = plane_of(request)
-    token = await run(
-        request, "report", lambda conn: report(conn, plane.clock, plane.config, task_id, outcome)
-    )
-    return answer(token_wire(token))
+    return reply(await report_reply(plane_of(request), actor_of(request), segment, body))
 
 
 @post("/tasks/{task:str}/note", status_code=200)

@@ -10,7 +10,7 @@ from litestar import Request
 
 from stateous.control.errors import Refusal
 
-__all__ = ["UNAUTHORIZED", "check_bearer"]
+__all__ = ["UNAUTHORIZED", "check_bearer", "check_header"]
 
 UNAUTHORIZED = (
     "this control plane needs the header 'Authorization: Bearer <token>' with its token, "
@@ -26,9 +26,13 @@ def check_bearer(request: Request[Any, Any, Any], tokens: Mapping[str, str | Non
     Each comparison takes the same time wherever the two differ (hmac.compare_digest), and every
     token is compared, so the answer's timing does not tell a caller how much of a guess was right.
     """
-    if not tokens or request.url.path == "/health":
+    return check_header(request.url.path, request.headers.get("authorization", ""), tokens)
+
+
+def check_header(path: str, header: str, tokens: Mapping[str, str | None]) -> str | None:
+    """`check_bearer` for a request's path and `Authorization` header."""
+    if not tokens or path == "/health":
         return None
-    header = request.headers.get("authorization", "")
     given = header[len(_PREFIX) :].strip() if header[: len(_PREFIX)].lower() == _PREFIX else ""
     matched: list[str | None] = []
     for token, name in tokens.items():

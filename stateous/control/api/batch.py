@@ -19,11 +19,12 @@ from functools import partial
 from typing import Any
 
 from litestar import Request, Response, get, post
+from litestar.types import Receive
 from sqlalchemy import Connection
 
 from stateous.control.api import bodies, longpoll
-from stateous.control.api.acts import by_of
-from stateous.control.api.answers import answer, known_id, no_content, plane_of, read_body, run
+from stateous.control.api.acts import actor_of, by_of
+from stateous.control.api.answers import answer, known_id, plane_of, read_body, reply, run
 from stateous.control.engine import reads
 from stateous.control.engine.claim import claim_many
 from stateous.control.engine.memory import write_memory
@@ -108,14 +109,11 @@ def envelope(exc: Refusal) -> dict[str, Any]:
     return {"error": exc.message, "code": exc.code}
 
 
-async def run_in_order(
-    request: Request[Any, Any, Any], operations: Sequence[Operation]
-) -> list[dict[str, Any]]:
+async def run_in_order(plane: Plane, operations: Sequence[Operation]) -> list[dict[str, Any]]:
     """Apply the operations in list order, queued together for the shared transactions (spec 75
     §4: each its own savepoint, all answered after their commit); a refusal is that operation's
     answer and does not stop the ones after it, except that a task's messages stop at the first
     that failed for the moment (`Halts`). Answers `{"status", "body"}` each."""
-    plane = plane_of(request)
     plane.check_serving()  # a plane that lost the hold refuses the whole batch, not each part
     halts = Halts()
     outcomes: list[Any] = []
@@ -179,22 +177,21 @@ def prepared(
 
 
 async def claim_several(
-    request: Request[Any, Any, Any],
+    plane: Plane,
+    receive: Receive,
     supervisor: str,
     states: list[str],
     request_id: str | None,
     wait: float,
     most: int,
-) -> Response[bytes]:
+) -> Reply:
     """`POST /tasks/claim` with `max` (spec 75 §1): `{"grants": [...]}`, or `204`."""
-    plane = plane_of(request)
     if not states and request_id is None:
         plane.check_serving()
-        return no_content()
+        return 204, None
 
     async def attempt() -> list[Any] | None:
-        grants = await run(
-            request,
+        grants = await plane.run_async(
             "claim",
             lambda conn: claim_many(
                 conn, plane.clock, plane.config, supervisor, states, request_id, most
@@ -204,22 +201,20 @@ async def claim_several(
 
     if not states:
         wait = 0.0  # no task can be queued for no state: nothing to wait for
-    gone = partial(longpoll.until_disconnect, request.receive)
+    gone = partial(longpoll.until_disconnect, receive)
     granted = await longpoll.claim_waiting(plane.wakeups, wait, attempt, gone, states)
-    return no_content() if granted is None else answer({"grants": granted})
+    return (204, None) if granted is None else (200, {"grants": granted})
 
 
 # --- POST /tasks/messages ------------------------------------------------------------------------
 
 
-def message_operation(
-    request: Request[Any, Any, Any], plane: Plane, message: bodies.Message
-) -> Operation:
+def message_operation(plane: Plane, actor: str | None, message: bodies.Message) -> Operation:
     """One message as the operation of its single route (report, note or memory write)."""
     clock, config = plane.clock, plane.config
 
     def report_work() -> Callable[[Connection], Reply]:
-        outcome = replace(bodies.report_args(message.body), by=by_of(request, message.body))
+        outcome = replace(bodies.report_args(message.body), by=bodies.by_arg(message.body, actor))
         task_id = known_id(message.task)
         return lambda conn: (200, token_wire(report(conn, clock, config, task_id, outcome)))
 
@@ -247,31 +242,34 @@ def message_operation(
     return prepared(message.type, builders[message.type], message.task)
 
 
-@post("/tasks/messages", status_code=200)
-async def send_messages(request: Request[Any, Any, Any]) -> Response[bytes]:
+async def messages_reply(plane: Plane, actor: str | None, body: dict[str, Any]) -> Reply:
     """Several reports, notes and memory writes, applied in order (spec 75 §2)."""
-    _supervisor, messages = bodies.messages_args(await read_body(request))
-    plane = plane_of(request)
-    operations = [message_operation(request, plane, message) for message in messages]
-    answers = await run_in_order(request, operations)
+    _supervisor, messages = bodies.messages_args(body)
+    operations = [message_operation(plane, actor, message) for message in messages]
+    answers = await run_in_order(plane, operations)
     # `stateous_reports` counts accepted reports, whichever route carried them.
     for message, answered in zip(messages, answers, strict=True):
         if message.type == "report" and answered["status"] == 200:
             plane.metrics.reports.inc()
-    return answer({"answers": answers})
+    return 200, {"answers": answers}
+
+
+@post("/tasks/messages", status_code=200)
+async def send_messages(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Several reports, notes and memory writes, applied in order (spec 75 §2)."""
+    body = await read_body(request)
+    return reply(await messages_reply(plane_of(request), actor_of(request), body))
 
 
 # --- POST /tokens/batch --------------------------------------------------------------------------
 
 
-def start_operation(
-    request: Request[Any, Any, Any], plane: Plane, item: dict[str, Any]
-) -> Operation:
+def start_operation(plane: Plane, actor: str | None, item: dict[str, Any]) -> Operation:
     """One start as the operation of `POST /tokens`: `201` new, `200` existing."""
     clock, config = plane.clock, plane.config
 
     def build() -> Callable[[Connection], Reply]:
-        token_id, context, by = item.get("token"), item.get("context"), by_of(request, item)
+        token_id, context, by = item.get("token"), item.get("context"), bodies.by_arg(item, actor)
 
         def work(conn: Connection) -> Reply:
             started = start(conn, clock, config, token_id, context, by)
@@ -296,9 +294,9 @@ async def start_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
     if "by" in body:  # one `by` for each start that names none (spec 80 §1)
         by_of(request, body)  # a malformed one refuses the whole batch, before any start
         items = [item if "by" in item else {**item, "by": body["by"]} for item in items]
-    plane = plane_of(request)
-    operations = [start_operation(request, plane, item) for item in items]
-    return answer({"answers": await run_in_order(request, operations)})
+    plane, actor = plane_of(request), actor_of(request)
+    operations = [start_operation(plane, actor, item) for item in items]
+    return answer({"answers": await run_in_order(plane, operations)})
 
 
 ROUTES = [send_messages, start_tokens, token_named_batch]

@@ -1,0 +1,156 @@
+"""The hot routes, answered in front of Litestar (spec 75 §5).
+
+A token's life is mostly four routes: `POST /tokens`, `POST /tasks/claim`, `POST
+/tasks/messages` and `POST /tasks/{task}/report`. Through Litestar each cost about 0.3 ms of
+CPU before and after the engine's own work (its router, a `Request`, the middleware stack, a
+`Response`), a fifth of `serve`'s CPU per token. Here those four are recognised by method and
+path, and answered by the same route functions (`start_reply`, `claim_reply`,
+`messages_reply`, `report_reply`) with the same checks in the same order: the bearer token,
+the body's size and JSON, then the route's own. Every other request goes to Litestar
+unchanged, and so does a report path whose task segment is not digits (its `404`).
+
+What a client sees is what Litestar answers: the same status, the same JSON bytes with
+`content-type: application/json` and `content-length`, a `204` without headers, the refusal
+envelope with its code, `500 unexpected` (the traceback logged) for anything else; and the
+request is counted in `/metrics` as the middleware counts it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from litestar import Litestar
+from litestar.enums import ScopeType
+from litestar.types import Receive, Scope, Send
+
+from stateous.control.api import app as routes
+from stateous.control.api import auth, bodies
+from stateous.control.api.answers import json_bytes
+from stateous.control.api.batch import Reply, messages_reply
+from stateous.control.api.protocol import TOO_LARGE
+from stateous.control.errors import Refusal
+from stateous.control.plane import Plane
+
+__all__ = ["LeanRoutes"]
+
+log = logging.getLogger("stateous.api")
+
+REPORT_PATH = re.compile(r"/tasks/([0-9]+)/report")
+JSON_HEADERS = [(b"content-type", b"application/json")]
+
+# (plane, actor, the report's task id or 0, receive, body) -> (status, value)
+Handler = Callable[[Plane, str | None, int, Receive, dict[str, Any]], Awaitable[Reply]]
+
+
+def _start(plane: Plane, actor: str | None, _task: int, _r: Receive, body: dict[str, Any]) -> Any:
+    return routes.start_reply(plane, actor, body)
+
+
+def _claim(plane: Plane, _actor: str | None, _task: int, receive: Receive, body: Any) -> Any:
+    return routes.claim_reply(plane, receive, body)
+
+
+def _messages(plane: Plane, actor: str | None, _task: int, _r: Receive, body: Any) -> Any:
+    return messages_reply(plane, actor, body)
+
+
+def _report(plane: Plane, actor: str | None, task: int, _r: Receive, body: Any) -> Any:
+    return routes.report_reply(plane, actor, task, body)
+
+
+#: The fixed paths answered here, with their route templates as `/metrics` names them.
+FIXED: dict[str, tuple[str, Handler]] = {
+    "/tokens": ("/tokens", _start),
+    "/tasks/claim": ("/tasks/claim", _claim),
+    "/tasks/messages": ("/tasks/messages", _messages),
+}
+REPORT = ("/tasks/{task}/report", _report)
+
+
+class LeanRoutes:
+    """An ASGI application: the hot routes answered here, everything else by `app`."""
+
+    def __init__(self, app: Litestar) -> None:
+        self.app = app
+        self.plane: Plane = app.state.plane
+        self.auth_names: Mapping[str, str | None] = app.state.auth_names
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer a hot route, or hand the request to Litestar."""
+        if scope["type"] != ScopeType.HTTP or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        task = 0
+        route = FIXED.get(path)
+        if route is None:
+            found = REPORT_PATH.fullmatch(path)
+            if found is None:
+                await self.app(scope, receive, send)
+                return
+            route, task = REPORT, int(found.group(1))
+        await self._answer(scope, receive, send, route, task)
+
+    async def _answer(
+        self, scope: Scope, receive: Receive, send: Send, route: tuple[str, Handler], task: int
+    ) -> None:
+        started = time.perf_counter()
+        template, handler = route
+        code: str | None = None
+        try:
+            actor = auth.check_header(
+                scope["path"], _header(scope, b"authorization"), self.auth_names
+            )
+            body = bodies.parse_body(await _body(scope, receive))
+            status, value = await handler(self.plane, actor, task, receive, body)
+        except Refusal as exc:
+            status, value, code = exc.status, {"error": exc.message, "code": exc.code}, exc.code
+        except Exception as exc:
+            log.error("%s %s failed unexpectedly", "POST", scope["path"], exc_info=exc)
+            status, code = 500, "unexpected"
+            value = {"error": "the request failed unexpectedly", "code": code}
+        await _send(send, status, value)
+        self.plane.metrics.observe("POST", template, status, code, time.perf_counter() - started)
+
+
+def _header(scope: Scope, name: bytes) -> str:
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return ""
+
+
+async def _body(scope: Scope, receive: Receive) -> bytes:
+    """The request's body; more than `bodies.MAX_BODY` bytes is `413` (as Litestar refuses)."""
+    length = _header(scope, b"content-length")
+    if length.isdigit() and int(length) > bodies.MAX_BODY:
+        raise Refusal("bad_request", TOO_LARGE, 413)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break  # the client hung up before the whole body came
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > bodies.MAX_BODY:
+            raise Refusal("bad_request", TOO_LARGE, 413)
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+async def _send(send: Send, status: int, value: Any) -> None:
+    if status == 204:
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return
+    content = json_bytes(value)
+    headers = [*JSON_HEADERS, (b"content-length", str(len(content)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": content, "more_body": False})
