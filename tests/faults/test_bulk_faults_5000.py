@@ -3,9 +3,11 @@
 exactly once (one `cancelled` row with `by.bulk` each), none of the supervisor's other tokens is
 touched, and they all end.
 
-In a file of its own: it is the longest test of the bulk faults (the job's own pacing, which
-rests as long as each batch took, sets most of its time), and pytest-xdist's `--dist loadfile`
-then runs it on one worker while the rest of the suite goes on on the others."""
+The longest test of the suite (the job's own pacing, which rests as long as each batch took,
+sets most of its time): this file runs it on SQLite, test_bulk_faults_5000_postgres.py on
+Postgres, so that pytest-xdist's `--dist loadfile` runs the two on two workers at the same time
+while the rest of the suite goes on on the others (tests/conftest.py hands these files out
+first)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pytest
 
 from tests.faults.harness import Plane, make_folder, supervise
 from tests.faults.test_bulk_faults import BY, bulk, exactly_once, start_many, statuses, wait_job
-from tests.support import free_port
+from tests.support import backends, free_port
 
 #: How often the test asks for the job: a 5,000-token job runs for minutes, and each poll is a
 #: read the job shares the database with.
@@ -24,7 +26,13 @@ POLL_SECONDS = 1.0
 
 
 @pytest.mark.timeout(1200)
+@pytest.mark.parametrize("backend", [b for b in backends() if b == "sqlite"])
 def test_a_bulk_cancel_of_5000_tokens_while_a_supervisor_works(db_url: str, tmp_path: Path) -> None:
+    bulk_cancel_of_5000(db_url, tmp_path)
+
+
+def bulk_cancel_of_5000(db_url: str, tmp_path: Path) -> None:
+    """The test, on the database of `db_url`."""
     cp = Plane(db_url, free_port(), tmp_path)
     cp.start_retrying()
     run = None
