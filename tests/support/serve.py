@@ -111,10 +111,12 @@ def start_piped(
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
     stdout: int = subprocess.PIPE,
+    new_session: bool = False,
 ) -> subprocess.Popen[str]:
     """Start `argv` with stderr piped in text mode and Python's output unbuffered.
 
-    `env` is added to this process's environment; `cwd` is the checkout unless given.
+    `env` is added to this process's environment; `cwd` is the checkout unless given;
+    `new_session` starts it in a session (and process group) of its own, as from a terminal.
     """
     return subprocess.Popen(
         list(argv),
@@ -123,6 +125,7 @@ def start_piped(
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         cwd=cwd or ROOT,
+        start_new_session=new_session,
     )
 
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import sqlite3
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,14 +21,18 @@ import httpx
 import pytest
 
 from stateous.supervisor.folder import read_folder
-from stateous.supervisor.loop import Supervisor, Timings
+from stateous.supervisor.loop import Supervisor
 from stateous.supervisor.outbox import Outbox
 from stateous.supervisor.remote import Remote
-from tests.integration.supervisor.procs import history, init_folder, serving
-from tests.support import ServeProcess, sqlite_url
+from tests.integration.supervisor.procs import (
+    IN_TEST,
+    history,
+    imports_undone,
+    routine_folder,
+    sdlc_plane,
+)
+from tests.support import ServeProcess
 
-DATA = Path(__file__).resolve().parents[2] / "unit" / "supervisor" / "data"
-FAST = Timings(heartbeat=0.5, idle=0.1, max_retry=0.2, wait=1.0)
 BUSY = {"error": "the database cannot take this request now; try again", "code": "database_busy"}
 
 ROUTINE = """
@@ -96,24 +98,15 @@ class Watch(httpx.AsyncBaseTransport):
 
 @pytest.fixture
 def plane(tmp_path: Path) -> Iterator[ServeProcess]:
-    graph = tmp_path / "sdlc.json"
-    shutil.copy(DATA / "sdlc.json", graph)
-    with serving(graph, sqlite_url(tmp_path)) as served:
+    with sdlc_plane(tmp_path) as served:
         yield served
 
 
 @pytest.fixture
 def folder(tmp_path: Path, plane: ServeProcess) -> Iterator[Path]:
-    folder = tmp_path / "order-supervisor"
-    init_folder(plane.url, folder)
-    (folder / "coding.py").write_text(ROUTINE, encoding="utf-8")
-    (folder / "stateous.yaml").write_text(f"url: {plane.url}\nname: build-box-1\ntasks: 4\n")
-    before = set(sys.modules)
-    yield folder
-    for name in set(sys.modules) - before:
-        del sys.modules[name]
-    if str(folder.resolve()) in sys.path:  # put there when the routines were imported
-        sys.path.remove(str(folder.resolve()))
+    yaml = "name: build-box-1\ntasks: 4\n"
+    with imports_undone(routine_folder(tmp_path, plane.url, "order-supervisor", ROUTINE, yaml)):
+        yield tmp_path / "order-supervisor"
 
 
 def stuck() -> dict[str, Any]:
@@ -142,7 +135,7 @@ async def test_a_busy_message_keeps_its_grants_later_messages_behind_it(
     settings = read_folder(folder)
     outbox = Outbox(folder)
     supervisor = Supervisor(
-        settings, outbox, timings=FAST, remote=Remote(settings.url, transport=transport)
+        settings, outbox, timings=IN_TEST, remote=Remote(settings.url, transport=transport)
     )
     try:
         messages = [

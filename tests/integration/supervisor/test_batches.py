@@ -7,10 +7,7 @@ twice.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,14 +16,18 @@ import httpx
 import pytest
 
 from stateous.supervisor.folder import read_folder
-from stateous.supervisor.loop import Supervisor, Timings
+from stateous.supervisor.loop import Supervisor
 from stateous.supervisor.outbox import Outbox
 from stateous.supervisor.remote import Remote
-from tests.integration.supervisor.procs import history, init_folder, serving
-from tests.support import ServeProcess, sqlite_url
-
-DATA = Path(__file__).resolve().parents[2] / "unit" / "supervisor" / "data"
-FAST = Timings(heartbeat=0.5, idle=0.1, max_retry=0.2, wait=1.0)
+from tests.integration.supervisor.procs import (
+    IN_TEST,
+    LoseFirst,
+    history,
+    imports_undone,
+    routine_folder,
+    sdlc_plane,
+)
+from tests.support import ServeProcess
 
 ROUTINE = """
 from stateous import on_state
@@ -41,55 +42,17 @@ def coding(ctx: TicketContext) -> events.done | events.stuck:
 """
 
 
-class LoseFirst(httpx.AsyncBaseTransport):
-    """Forwards every request; the first answer to `path` that is a 200 is lost on the way
-    back (the control plane did apply the request)."""
-
-    def __init__(self, path: str) -> None:
-        self.inner = httpx.AsyncHTTPTransport()
-        self.path = path
-        self.sent: list[tuple[str, dict[str, Any]]] = []
-        self.lost = False
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        response = await self.inner.handle_async_request(request)
-        body = json.loads(request.content) if request.content else {}
-        self.sent.append((request.url.path, body))
-        if request.url.path == self.path:
-            await response.aread()
-            if response.status_code == 200 and not self.lost:
-                self.lost = True
-                raise httpx.ReadTimeout("the answer was lost", request=request)
-        return response
-
-    def bodies(self, path: str) -> list[dict[str, Any]]:
-        """The bodies sent to `path`, in order."""
-        return [body for sent, body in self.sent if sent == path]
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
 @pytest.fixture
 def plane(tmp_path: Path) -> Iterator[ServeProcess]:
-    graph = tmp_path / "sdlc.json"
-    shutil.copy(DATA / "sdlc.json", graph)
-    with serving(graph, sqlite_url(tmp_path)) as served:
+    with sdlc_plane(tmp_path) as served:
         yield served
 
 
 @pytest.fixture
 def folder(tmp_path: Path, plane: ServeProcess) -> Iterator[Path]:
-    folder = tmp_path / "batch-supervisor"
-    init_folder(plane.url, folder)
-    (folder / "coding.py").write_text(ROUTINE, encoding="utf-8")
-    (folder / "stateous.yaml").write_text(f"url: {plane.url}\nname: build-box-1\ntasks: 4\n")
-    before = set(sys.modules)
-    yield folder
-    for name in set(sys.modules) - before:
-        del sys.modules[name]
-    if str(folder.resolve()) in sys.path:  # put there when the routines were imported
-        sys.path.remove(str(folder.resolve()))
+    yaml = "name: build-box-1\ntasks: 4\n"
+    with imports_undone(routine_folder(tmp_path, plane.url, "batch-supervisor", ROUTINE, yaml)):
+        yield tmp_path / "batch-supervisor"
 
 
 def start_tokens(url: str, names: list[str]) -> None:
@@ -111,7 +74,7 @@ async def test_a_lost_answer_to_a_claim_of_several_is_replayed_with_the_same_gra
     settings = read_folder(folder)
     outbox = Outbox(folder)
     supervisor = Supervisor(
-        settings, outbox, timings=FAST, remote=Remote(settings.url, transport=transport)
+        settings, outbox, timings=IN_TEST, remote=Remote(settings.url, transport=transport)
     )
     tokens = ["T-1", "T-2", "T-3"]
     try:
@@ -164,7 +127,7 @@ async def test_a_refused_message_in_the_middle_of_a_batch_answers_alone(
     assert await claim_two(plane.url) == [1, 2]
     settings = read_folder(folder)
     outbox = Outbox(folder)
-    supervisor = Supervisor(settings, outbox, timings=FAST)
+    supervisor = Supervisor(settings, outbox, timings=IN_TEST)
     try:
         messages = [
             outbox.add(1, 1, "T-1", "note", {"text": "first"}),
@@ -200,7 +163,7 @@ async def test_a_batch_whose_answer_is_lost_is_sent_again_whole_and_applies_noth
     settings = read_folder(folder)
     outbox = Outbox(folder)
     supervisor = Supervisor(
-        settings, outbox, timings=FAST, remote=Remote(settings.url, transport=transport)
+        settings, outbox, timings=IN_TEST, remote=Remote(settings.url, transport=transport)
     )
     try:
         messages = [

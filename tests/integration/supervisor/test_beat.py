@@ -5,21 +5,23 @@ is `live` in `GET /supervisors` within one beat of its start, with what it serve
 
 from __future__ import annotations
 
-import shutil
 import socket
 import time
 from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from tests.integration.supervisor.procs import init_folder, serving, start_supervise, wait_until
-from tests.support import ServeProcess, sqlite_url
-
-DATA = Path(__file__).resolve().parents[2] / "unit" / "supervisor" / "data"
+from tests.integration.supervisor.procs import (
+    entries,
+    routine_folder,
+    sdlc_plane,
+    start_supervise,
+    wait_until,
+)
+from tests.support import ServeProcess
 
 # `coding` waits until the file `release` exists beside the folder, so a task stays running.
 ROUTINE = """
@@ -41,27 +43,14 @@ def coding(ctx: TicketContext) -> events.done | events.stuck:
 
 @pytest.fixture
 def plane(tmp_path: Path) -> Iterator[ServeProcess]:
-    graph = tmp_path / "sdlc.json"
-    shutil.copy(DATA / "sdlc.json", graph)
-    with serving(graph, sqlite_url(tmp_path)) as served:
+    with sdlc_plane(tmp_path) as served:
         yield served
 
 
 @pytest.fixture
 def folder(tmp_path: Path, plane: ServeProcess) -> Path:
-    folder = tmp_path / "beat-supervisor"
-    init_folder(plane.url, folder)
-    (folder / "coding.py").write_text(ROUTINE, encoding="utf-8")
-    (folder / "stateous.yaml").write_text(f"url: {plane.url}\nname: build-box-1\ntasks: 2\n")
-    return folder
-
-
-def entries(url: str) -> list[dict[str, Any]]:
-    """`GET /supervisors`."""
-    answer = httpx.get(f"{url}/supervisors", timeout=10)
-    assert answer.status_code == 200
-    found: list[dict[str, Any]] = answer.json()
-    return found
+    yaml = "name: build-box-1\ntasks: 2\n"
+    return routine_folder(tmp_path, plane.url, "beat-supervisor", ROUTINE, yaml)
 
 
 def test_a_supervisor_is_live_within_a_beat_shows_its_tasks_and_is_gone_after_a_stop(

@@ -8,28 +8,22 @@ The supervisor is a real process in a session of its own, as one started from a 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from tests.integration.supervisor.procs import (
-    FAST,
-    ROOT,
     Supervise,
+    entries,
     history,
-    init_folder,
-    serving,
+    routine_folder,
+    sdlc_plane,
+    start_supervise,
 )
-from tests.support import ServeProcess, sqlite_url
-
-DATA = Path(__file__).resolve().parents[2] / "unit" / "supervisor" / "data"
+from tests.support import ServeProcess
 
 # `coding` waits until the file `release` exists beside the folder, so a task stays running.
 ROUTINE = """
@@ -51,48 +45,25 @@ def coding(ctx: TicketContext) -> events.done | events.stuck:
 
 @pytest.fixture
 def plane(tmp_path: Path) -> Iterator[ServeProcess]:
-    graph = tmp_path / "sdlc.json"
-    shutil.copy(DATA / "sdlc.json", graph)
-    with serving(graph, sqlite_url(tmp_path)) as served:
+    with sdlc_plane(tmp_path) as served:
         yield served
 
 
 @pytest.fixture
 def folder(tmp_path: Path, plane: ServeProcess) -> Path:
-    folder = tmp_path / "hup-supervisor"
-    init_folder(plane.url, folder)
-    (folder / "coding.py").write_text(ROUTINE, encoding="utf-8")
-    (folder / "stateous.yaml").write_text(f"url: {plane.url}\nname: box-hup\ntasks: 2\n")
-    return folder
+    yaml = "name: box-hup\ntasks: 2\n"
+    return routine_folder(tmp_path, plane.url, "hup-supervisor", ROUTINE, yaml)
 
 
 @pytest.fixture
 def supervise(folder: Path) -> Iterator[Supervise]:
     """`stateous supervise FOLDER` in a session of its own (its own process group, no terminal)."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "stateous", "supervise", str(folder)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT), **FAST},
-        cwd=folder.parent,
-        start_new_session=True,
-    )
-    running = Supervise(process)
-    running.start_reading()
+    running = start_supervise(folder, new_session=True)
     try:
         yield running
     finally:
-        if process.poll() is None:
+        if running.process.poll() is None:
             running.kill()
-
-
-def entries(url: str) -> list[dict[str, Any]]:
-    """`GET /supervisors`."""
-    answer = httpx.get(f"{url}/supervisors", timeout=10)
-    assert answer.status_code == 200
-    found: list[dict[str, Any]] = answer.json()
-    return found
 
 
 def running_task(plane: ServeProcess, supervise: Supervise) -> None:
