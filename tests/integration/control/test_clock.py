@@ -38,10 +38,6 @@ def running(
     graph = write_graph(folder, doc)
     with serve(graph, db_url, env=KNOBS) as served, httpx.Client(base_url=served.url) as client:
         yield client, served
-    served.read_lines(timeout=2.0)  # the stderr reader has seen the end of the pipe
-    for pipe in (served.process.stdout, served.process.stderr):
-        if pipe is not None:
-            pipe.close()
 
 
 @pytest.fixture

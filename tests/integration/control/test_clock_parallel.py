@@ -73,7 +73,3 @@ def test_a_family_over_http_with_the_real_clock(serve: Serve, db_url: str, tmp_p
             ("task_queued", {"task": 4, "state": "coding"}),
         ]
         assert client.post("/tokens/T/cancel").json()["status"] == "cancelled"
-    served.read_lines(timeout=2.0)
-    for pipe in (served.process.stdout, served.process.stderr):
-        if pipe is not None:
-            pipe.close()
