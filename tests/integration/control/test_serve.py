@@ -303,7 +303,8 @@ def test_a_takeover_stops_the_old_control_plane(tmp_path: Path, backend: str, db
                 conn.execute(
                     text(
                         "SELECT pg_terminate_backend(pid) FROM pg_locks "
-                        "WHERE locktype = 'advisory' AND pid <> pg_backend_pid()"
+                        "WHERE locktype = 'advisory' AND pid <> pg_backend_pid() AND database = "
+                        "(SELECT oid FROM pg_database WHERE datname = current_database())"
                     )
                 )
                 conn.commit()
