@@ -18,7 +18,8 @@ CANDIDATES = 20
 MAX_GRANTS = 64
 """The most tasks one claim may ask for with `max` (spec 75 §1)."""
 
-Taken = tuple[TaskRecord, TokenRecord]
+# A claimed task, its token, and its grant's facts (the entering event, whether it has memory).
+Taken = tuple[TaskRecord, TokenRecord, tuple[str, bool]]
 
 
 def served_pairs(states: Sequence[str]) -> list[tuple[str | None, str]]:
@@ -81,19 +82,19 @@ def claim_many(
 
 def _save(tx: Tx, row: q.ClaimRecord, request: str, taken: Sequence[Taken]) -> None:
     """Keep this claim as the supervisor's last one, for a repeat of its request id."""
-    pairs = [(task.id, task.attempt) for task, _ in taken]
+    pairs = [(task.id, task.attempt) for task, _, _ in taken]
     q.save_claim(tx.conn, row.supervisor, request, pairs, had_more=bool(row.more))
 
 
 def _granted(tx: Tx, supervisor: str, taken: Sequence[Taken]) -> list[GrantWire]:
     """Write each claimed task's `task_claimed` row, then build the grants."""
-    for task, token in taken:
+    for task, token, _ in taken:
         tx.write(
             token.token,
             "task_claimed",
             {"task": task.id, "supervisor": supervisor, "attempt": task.attempt},
         )
-    return [grant(tx, task, token) for task, token in taken]
+    return [grant(tx, task, token, known) for task, token, known in taken]
 
 
 # --- a repeated request id --------------------------------------------------------------------
@@ -160,11 +161,12 @@ def _new_claims(tx: Tx, supervisor: str, states: Sequence[str], most: int) -> li
 
 def _take(tx: Tx, supervisor: str, task_id: int) -> Taken | None:
     """Claim one candidate if it is still queued and its token active (read again)."""
-    # With the token's last seq, so its `task_claimed` row needs no read of its own.
-    found = q.task_token_seq(tx.conn, task_id)
+    # With the token's last seq, so its `task_claimed` row needs no read of its own, and what
+    # its grant needs of the ledger and memory.
+    found = q.task_to_claim(tx.conn, task_id)
     if found is None:
         return None
-    fresh, token, seq = found
+    fresh, token, seq = found.task, found.token, found.seq
     if fresh.status != "queued" or token.status != "active":
         return None
     tx.know_seq(token.token, seq)
@@ -181,7 +183,7 @@ def _take(tx: Tx, supervisor: str, task_id: int) -> Taken | None:
     claimed = replace(
         fresh, status="claimed", claimed_by=supervisor, attempt=attempt, lease_until=until
     )
-    return claimed, token
+    return claimed, token, (found.entered_by, found.has_memory)
 
 
 def _top(tx: Tx, token_id: str) -> str:

@@ -29,10 +29,16 @@ def history_entry(row: LedgerRecord) -> HistoryEntryWire:
     return {"seq": row.seq, "at": iso(row.at), "kind": row.kind, "data": row.data}
 
 
-def grant(tx: Tx, task: TaskRecord, token: TokenRecord) -> GrantWire:
-    """The grant of a claimed task (spec 30 §2.15)."""
+def grant(
+    tx: Tx, task: TaskRecord, token: TokenRecord, known: tuple[str, bool] | None = None
+) -> GrantWire:
+    """The grant of a claimed task (spec 30 §2.15). `known`: the event that entered its state
+    and whether the state has memory, as read with the task (else read here)."""
     tx.flush()
-    last = q.last_of_kind(tx.conn, token.token, "event_accepted")
+    if known is None:
+        last = q.last_of_kind(tx.conn, token.token, "event_accepted")
+        known = (str(last.data["event"]) if last else "__started__", True)
+    entered_by, has_memory = known
     state = task.state if token.workflow is None else f"{token.workflow}/{task.state}"
     return {
         "task": task.id,
@@ -41,6 +47,6 @@ def grant(tx: Tx, task: TaskRecord, token: TokenRecord) -> GrantWire:
         "visit": task.visit,
         "attempt": task.attempt,
         "context": token.context,
-        "memory": q.memory_of(tx.conn, token.token, task.state),
-        "entered_by": {"name": str(last.data["event"]) if last else "__started__"},
+        "memory": q.memory_of(tx.conn, token.token, task.state) if has_memory else {},
+        "entered_by": {"name": entered_by},
     }

@@ -167,6 +167,20 @@ _TASK_TOKEN_SEQ = _TASK_AND_TOKEN.add_columns(
     .scalar_subquery()
     .label("ledger_last_seq")
 )
+# A claim's read of a candidate: the same, with what its grant needs of the ledger and memory
+# (the event that entered the state, whether the state has memory), so the grant reads nothing.
+_TASK_TO_CLAIM = _TASK_TOKEN_SEQ.add_columns(
+    select(ledger.c.data)
+    .where(ledger.c.token == tasks.c.token, ledger.c.kind == "event_accepted")
+    .order_by(ledger.c.seq.desc())
+    .limit(1)
+    .scalar_subquery()
+    .label("entered_data"),
+    select(memory.c.key)
+    .where(memory.c.token == tasks.c.token, memory.c.state == tasks.c.state)
+    .exists()
+    .label("has_memory"),
+)
 _UPDATE_TASK = update(tasks).where(tasks.c.id == bindparam("task_id"))
 _OPEN_TASKS = (
     select(tasks)
@@ -376,6 +390,34 @@ def task_token_seq(conn: Connection, task_id: int) -> tuple[TaskRecord, TokenRec
         return None
     task, token = TaskRecord.from_row(row), TokenRecord.from_row(row, prefix=_TOKEN_PREFIX)
     return task, token, int(row._mapping["ledger_last_seq"] or 0)
+
+
+@dataclass(frozen=True)
+class ToClaim:
+    """A queued task as a claim reads it: the task, its token, the token's last seq, and
+    what its grant needs (the event that entered the state, whether the state has memory)."""
+
+    task: TaskRecord
+    token: TokenRecord
+    seq: int
+    entered_by: str
+    has_memory: bool
+
+
+def task_to_claim(conn: Connection, task_id: int) -> ToClaim | None:
+    """A task, its token and its grant's facts in one read (None: no such task or token)."""
+    row = run(conn, _TASK_TO_CLAIM, {"id": task_id}).first()
+    if row is None:
+        return None
+    m = row._mapping
+    entered = m["entered_data"]
+    return ToClaim(
+        TaskRecord.from_row(row),
+        TokenRecord.from_row(row, prefix=_TOKEN_PREFIX),
+        int(m["ledger_last_seq"] or 0),
+        str(entered["event"]) if entered else "__started__",
+        bool(m["has_memory"]),
+    )
 
 
 def highest_visit(conn: Connection, token: str, state: str) -> int:
