@@ -83,7 +83,7 @@ def plane(tmp_path: Path) -> Iterator[ServeProcess]:
 def make_folder(root: Path, url: str, name: str, routines: str, tasks: int = 2) -> Path:
     """A supervisor folder named `name` with `routines` (which decide the states it serves)."""
     folder = root / name
-    init_folder(url, folder)
+    init_folder(url, folder, again=True)
     (folder / "routines.py").write_text(routines, encoding="utf-8")
     (folder / "stateous.yaml").write_text(
         f"url: {url}\ntasks: {tasks}\nname: {name}\n", encoding="utf-8"
