@@ -30,6 +30,7 @@ from stateous.control.store.group import (
     Outcome,
     busy,
     is_retry,
+    run_quickly,
     run_shared,
     sqlstate,
 )
@@ -234,8 +235,10 @@ class Store:
     def run_group(self, group: Sequence[Op]) -> list[Outcome]:
         """Run queued operations in one shared transaction and commit it once.
 
-        An operation alone runs in a transaction of its own (no savepoint to pay for). A
-        failed commit fails them all (`database_busy`); a deadlock reruns them one by one.
+        An operation alone runs in a transaction of its own (no savepoint to pay for). A group
+        runs first without savepoints; only when one of its operations fails is it rolled back
+        and run again with a savepoint each (`run_quickly`, `run_shared`). A failed commit
+        fails them all (`database_busy`); a deadlock reruns them one by one.
         """
         if len(group) == 1:
             return [self._alone(group[0])]
@@ -243,7 +246,11 @@ class Store:
             with self._take_turn(), self.engine.connect() as conn:
                 trans = conn.begin()
                 try:
-                    outcomes = run_shared(conn, group)
+                    quick = run_quickly(conn, group)
+                    if quick is None:  # an operation failed: again, each in its savepoint
+                        trans.rollback()
+                        trans = conn.begin()
+                    outcomes = run_shared(conn, group) if quick is None else quick
                 except SQLAlchemyError as exc:
                     # The transaction is lost (a lost connection, a savepoint that could not be
                     # rolled back) or stopped for a deadlock: nothing of the group is applied.

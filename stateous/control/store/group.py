@@ -153,6 +153,31 @@ def _failure(exc: BaseException) -> Outcome:
     return (False, exc)
 
 
+def run_quickly(conn: Connection, group: Sequence[Op]) -> list[Outcome] | None:
+    """Run a group's operations in the open transaction of `conn` without savepoints: the
+    usual case, where every operation succeeds, pays for none (on Postgres each is a round
+    trip). None when one failed: the caller rolls the transaction back and runs the group
+    again with `run_shared`, where each failure undoes its own operation alone.
+
+    Raises, as `run_shared` does, what loses the transaction or reruns the group.
+    """
+    outcomes: list[Outcome] = []
+    _group.active, _group.floor = True, None
+    try:
+        for op in group:
+            try:
+                outcomes.append((True, op.work(conn)))
+            except DBAPIError as exc:
+                if is_retry(exc) or exc.connection_invalidated:
+                    raise
+                return None
+            except Exception:
+                return None
+    finally:
+        _group.active, _group.floor = False, None
+    return outcomes
+
+
 def run_shared(conn: Connection, group: Sequence[Op]) -> list[Outcome]:
     """Run a group's operations in the open transaction of `conn`, each in its own savepoint.
 

@@ -8,6 +8,7 @@ import threading
 from datetime import datetime
 from typing import Any
 
+import pytest
 from sqlalchemy import Connection, event, text
 
 from stateous.control.clock import FakeClock
@@ -277,3 +278,55 @@ def test_a_lost_connection_fails_every_operation_and_applies_none(
     assert tokens(store) == []
     # The lane goes on with a new connection: the next operations commit.
     assert isinstance(plane.run_many([starting(plane, "ORDER-3", {"title": "3"})])[0], Started)
+
+
+def _traced(store: Store) -> list[str]:
+    """Every statement SQLite runs on the store's connections from now on (its own trace)."""
+    seen: list[str] = []
+    store.engine.dispose()  # new connections, each traced from its start
+
+    @event.listens_for(store.engine, "connect")
+    def _trace(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.set_trace_callback(seen.append)
+
+    return seen
+
+
+def test_a_group_whose_operations_all_succeed_takes_no_savepoint(
+    store: Store, clock: FakeClock, orders: EngineConfig
+) -> None:
+    if not store.sqlite:
+        pytest.skip("SQLite's trace shows each statement; the path is the same on Postgres")
+    clock.set(T1)
+    plane = Plane.of(store, orders, clock)
+    seen = _traced(store)
+    answers = plane.run_many([starting(plane, f"ORDER-{n}", {"title": "t"}) for n in (1, 2, 3)])
+    assert [a.created for a in answers] == [True, True, True]
+    assert [s for s in seen if "SAVEPOINT" in s] == []
+    assert seen.count("BEGIN IMMEDIATE") == 1 and seen.count("COMMIT") == 1
+
+
+def test_a_group_with_a_refusal_runs_again_each_in_its_savepoint_and_applies_each_once(
+    store: Store, clock: FakeClock, orders: EngineConfig
+) -> None:
+    if not store.sqlite:
+        pytest.skip("SQLite's trace shows each statement; the path is the same on Postgres")
+    clock.set(T1)
+    plane = Plane.of(store, orders, clock)
+    seen = _traced(store)
+    answers = plane.run_many(
+        [
+            starting(plane, "ORDER-1", {"title": "first"}),
+            starting(plane, "ORDER-2", {"wrong": 1}),
+            starting(plane, "ORDER-3", {"title": "third"}),
+        ]
+    )
+    assert [type(a).__name__ for a in answers] == ["Started", "Refusal", "Started"]
+    # The quick pass stopped at the refusal and was rolled back; the second pass took a
+    # savepoint per operation and committed once.
+    assert seen.count("BEGIN IMMEDIATE") == 2 and seen.count("ROLLBACK") == 1
+    assert seen.count("SAVEPOINT stateous_op") == 3 and seen.count("COMMIT") == 1
+    assert tokens(store) == ["ORDER-1", "ORDER-3"]
+    with store.begin() as conn:
+        assert [r[2] for r in ledger_rows(conn, "ORDER-1")] == START_KINDS
+        assert [r[2] for r in ledger_rows(conn, "ORDER-3")] == START_KINDS
