@@ -73,6 +73,7 @@ class Remote:
     ) -> None:
         self.urls = [u.rstrip("/") for u in split_urls(url)] or [str(url)]
         self.url = self.urls[0]
+        self._urls: dict[tuple[str, str], httpx.URL] = {}
         # The bearer token of spec 70 §5 goes with every call when the folder has one.
         headers = {"Authorization": f"Bearer {auth_token}"} if auth_token else {}
         self._client = httpx.AsyncClient(
@@ -98,12 +99,21 @@ class Remote:
                     raise NoAnswer(failed.text) from None
         raise AssertionError("unreachable")
 
+    def _url(self, path: str) -> httpx.URL:
+        """The URL of `path` at the control plane in use, parsed once."""
+        url = self._urls.get((self.url, path))
+        if url is None:
+            if len(self._urls) > 256:  # paths that name tasks: keep the cache small
+                self._urls.clear()
+            url = self._urls[(self.url, path)] = httpx.URL(self.url + path)
+        return url
+
     def _fail_over(self) -> None:
         self.url = self.urls[(self.urls.index(self.url) + 1) % len(self.urls)]
 
     async def _call_one(self, method: str, path: str, body: dict[str, Any] | None) -> Answer:
         try:
-            response = await self._client.request(method, self.url + path, json=body)
+            response = await self._client.request(method, self._url(path), json=body)
         except httpx.HTTPError as exc:
             reason = str(exc).strip() or type(exc).__name__
             untouched = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
