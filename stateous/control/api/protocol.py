@@ -6,6 +6,7 @@ JSON refusal, and a `Content-Length` of more than 18 digits answered as too larg
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
@@ -22,6 +23,42 @@ def refusal_bytes(status: int, reason: str, message: str) -> bytes:
         f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
     ).encode()
     return head + body
+
+
+class _Corked:
+    """A transport whose writes in one turn of the event loop leave in one `send`.
+
+    uvicorn writes an answer's head and its body separately: two system calls, made while the
+    event loop holds the GIL (a fifth of `serve`'s event loop under load), and two TCP segments
+    for the client to read. Here they are joined and written once the current callback ends.
+    Everything else is the transport's own; `close` writes what is waiting first.
+    """
+
+    __slots__ = ("_loop", "_parts", "_transport")
+
+    def __init__(self, transport: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._parts: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        """Queue `data`; the first write of a turn schedules the one `send`."""
+        if not self._parts:
+            self._loop.call_soon(self._flush)
+        self._parts.append(data)
+
+    def _flush(self) -> None:
+        parts, self._parts = self._parts, []
+        if parts and not self._transport.is_closing():
+            self._transport.write(parts[0] if len(parts) == 1 else b"".join(parts))
+
+    def close(self) -> None:
+        """Write what waits, then close."""
+        self._flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 class _EnvelopeMixin:
@@ -55,6 +92,9 @@ def protocol_class() -> type[Any]:
         base = H11Protocol
 
     class EnvelopeProtocol(_EnvelopeMixin, base):  # type: ignore[misc]  # the base is chosen at run time
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(_Corked(transport, asyncio.get_running_loop()))
+
         def data_received(self, data: bytes) -> None:
             self._remember(data)
             super().data_received(data)
