@@ -329,6 +329,14 @@ def stopping(*processes: Process) -> Iterator[None]:
 # ------------------------------------------------------------------------------ load
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds a process used so far: `utime + stime` of `/proc/<pid>/stat`."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()  # after the command name, which may hold spaces
+    # Fields 14 and 15 of proc(5); fields[0] here is field 3 (the state).
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def start_tokens(url: str | list[str], ids: list[str], concurrency: int = 8) -> float:
     """Start the tokens over HTTP with `concurrency` keep-alive connections; answers seconds.
 

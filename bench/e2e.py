@@ -23,7 +23,6 @@ Usage: `python bench/e2e.py [--tokens N] [--db sqlite|postgres] [--supervisors N
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import threading
 import time
@@ -36,14 +35,6 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # after the path is set
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU seconds a process used so far: `utime + stime` of `/proc/<pid>/stat`."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()  # after the command name, which may hold spaces
-    # Fields 14 and 15 of proc(5); fields[0] here is field 3 (the state).
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class Observer:
@@ -118,14 +109,14 @@ def measure_cost(
 ) -> dict[str, Any]:
     """Run `work()` (the measured run, answering its figures) and add the CPU per token."""
     pids = [*(p.popen.pid for p in serves), *(p.popen.pid for p in supervisors)]
-    before = [cpu_seconds(pid) for pid in pids]
+    before = [common.cpu_seconds(pid) for pid in pids]
     observer = Observer(serves[0].url) if observe else None
     if observer is not None:
         with observer:
             figures: dict[str, Any] = work()
     else:
         figures = work()
-    used = [cpu_seconds(pid) - b for pid, b in zip(pids, before, strict=True)]
+    used = [common.cpu_seconds(pid) - b for pid, b in zip(pids, before, strict=True)]
     per_token = 1000 / figures["tokens"]
     count = len(serves)
     figures["serve_cpu_ms_per_token"] = round(sum(used[:count]) * per_token, 3)

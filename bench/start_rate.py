@@ -4,7 +4,9 @@ Starts `stateous serve` (the orders starter, a fresh database in a temporary fol
 process with no supervisor, warms up, then starts tokens one after another over one keep-alive
 connection (sequential), then with 8 connections at once (concurrent), then `--batch-tokens`
 more with `POST /tokens/batch` in batches of `--batch-size` over one connection (spec 75 §3),
-and prints one JSON line.
+and prints one JSON line (`batch_starts_per_second` null against a control plane without the
+route). Each step also reports the CPU milliseconds per start of `serve` (from `/proc`) and
+of this load generator (`*_serve_cpu_ms`, `*_client_cpu_ms`).
 Usage: `python bench/start_rate.py [--tokens N] [--batch-tokens N] [--batch-size N]
 [--db sqlite|postgres] [--url URL]`.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -38,11 +41,13 @@ def sequential(url: str, count: int, prefix: str) -> float:
         return time.perf_counter() - began
 
 
-def batched(url: str, count: int, size: int, prefix: str) -> float:
-    """Start `count` tokens with `POST /tokens/batch`, `size` a request; answer the seconds."""
+def batched(url: str, count: int, size: int, prefix: str) -> float | None:
+    """Start `count` tokens with `POST /tokens/batch`, `size` a request; answer the seconds,
+    or None when the control plane has no such route (an older one: `404` or `405`)."""
     with httpx.Client(base_url=url, timeout=120) as http:
         warm = [{"token": f"warm-{prefix}-{n}", "context": {"title": "w"}} for n in range(50)]
-        http.post("/tokens/batch", json={"tokens": warm})
+        if http.post("/tokens/batch", json={"tokens": warm}).status_code in (404, 405):
+            return None
         began = time.perf_counter()
         for first in range(0, count, size):
             items = [
@@ -60,26 +65,60 @@ def batched(url: str, count: int, size: int, prefix: str) -> float:
         return time.perf_counter() - began
 
 
+class Cost:
+    """CPU milliseconds per start of `serve` (given its pid) and of this load generator."""
+
+    def __init__(self, pid: int | None) -> None:
+        self.pid = pid
+
+    def measured[T](
+        self, name: str, count: int, work: Callable[[], T]
+    ) -> tuple[T, dict[str, float]]:
+        """Run `work` (`count` starts); answer its result and `<name>_{serve,client}_cpu_ms`."""
+        serve = common.cpu_seconds(self.pid) if self.pid else 0.0
+        client = time.process_time()
+        result = work()
+        figures = {f"{name}_client_cpu_ms": round((time.process_time() - client) * 1000 / count, 3)}
+        if self.pid:
+            used = common.cpu_seconds(self.pid) - serve
+            figures[f"{name}_serve_cpu_ms"] = round(used * 1000 / count, 3)
+        return result, figures
+
+
 def measure(
-    url: str, count: int, prefix: str, batch_count: int, batch_size: int
-) -> dict[str, float]:
-    """Every figure against one control plane."""
-    seq = sequential(url, count, prefix + "S")
-    conc = common.start_tokens(url, [f"{prefix}C-{n}" for n in range(count)], concurrency=8)
+    url: str, count: int, prefix: str, batch_count: int, batch_size: int, pid: int | None = None
+) -> dict[str, float | None]:
+    """Every figure against one control plane; with `pid` (serve's), its CPU per start too."""
+    cost = Cost(pid)
+    seq, seq_cpu = cost.measured("sequential", count, lambda: sequential(url, count, prefix + "S"))
+    conc, conc_cpu = cost.measured(
+        "concurrent",
+        count,
+        lambda: common.start_tokens(url, [f"{prefix}C-{n}" for n in range(count)], concurrency=8),
+    )
     figures = {
         "sequential_seconds": round(seq, 3),
         "sequential_starts_per_second": round(count / seq, 1),
+        **seq_cpu,
         "concurrent_connections": 8,
         "concurrent_seconds": round(conc, 3),
         "concurrent_starts_per_second": round(count / conc, 1),
+        **conc_cpu,
     }
     if batch_count:
-        took = batched(url, batch_count, batch_size, prefix + "B")
+        took, batch_cpu = cost.measured(
+            "batch",
+            batch_count,
+            lambda: batched(url, batch_count, batch_size, prefix + "B"),
+        )
+        if took is None:
+            return {**figures, "batch_starts_per_second": None}
         figures |= {
             "batch_tokens": batch_count,
             "batch_size": batch_size,
             "batch_seconds": round(took, 3),
             "batch_starts_per_second": round(batch_count / took, 1),
+            **batch_cpu,
         }
     return figures
 
@@ -106,7 +145,14 @@ def main() -> None:
             common.prepare(folder, supervisors=0)
             serve = common.start_serve(folder, db_url)
             with common.stopping(serve):
-                figures = measure(serve.url, args.tokens, "B", args.batch_tokens, args.batch_size)
+                figures = measure(
+                    serve.url,
+                    args.tokens,
+                    "B",
+                    args.batch_tokens,
+                    args.batch_size,
+                    serve.popen.pid,
+                )
     common.emit({"bench": "start_rate", "database": args.db, "tokens": args.tokens, **figures})
 
 
