@@ -96,7 +96,7 @@ def measure(
         count,
         lambda: common.start_tokens(url, [f"{prefix}C-{n}" for n in range(count)], concurrency=8),
     )
-    figures = {
+    figures: dict[str, float | None] = {
         "sequential_seconds": round(seq, 3),
         "sequential_starts_per_second": round(count / seq, 1),
         **seq_cpu,
