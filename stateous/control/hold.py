@@ -168,7 +168,11 @@ class Hold:
 
     def _close_lock(self) -> None:
         """End the lock connection for real: a pooled connection given back to the pool would
-        keep its session, and the session's advisory lock with it."""
+        keep its session, and the session's advisory lock with it. The lock is released first,
+        while the connection still answers: a closed connection's lock ends only once the
+        server notices, a moment later, and a replica trying it then would not get it."""
+        with contextlib.suppress(Exception):  # the connection is gone: so is its lock
+            self._lock_conn.execute(text("SELECT pg_advisory_unlock_all()"))
         with contextlib.suppress(Exception):  # already gone; nothing to close
             self._lock_conn.invalidate()
         with contextlib.suppress(Exception):
