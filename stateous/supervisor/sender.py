@@ -41,6 +41,8 @@ class Sender:
     def __init__(self, shared: Shared) -> None:
         self.shared = shared
         self.batching = True  # until the control plane shows it has no `POST /tasks/messages`
+        self._removing: set[asyncio.Task[None]] = set()  # answered messages leaving the outbox
+        self._last_removal: asyncio.Task[None] | None = None
 
     # --- the grants' messages ---------------------------------------------------------------
 
@@ -194,10 +196,7 @@ class Sender:
             again = answer.status in _NO_ANSWER or _is_refused_report(message, answer)
             (later if again else plain).append(pair)
         logs = [self._plain(m, a) for m, a in plain]
-        await asyncio.to_thread(self.shared.outbox.remove_many, [m.id for m, _ in plain])
-        for line in logs:
-            if line:
-                log.info("%s", line)
+        self._leave([m.id for m, _ in plain], logs)
         stuck: set[int] = set()
         for message, answer in later:
             if message.task in stuck:
@@ -276,12 +275,41 @@ class Sender:
             return self._stays(message)
         if _is_refused_report(message, answer):
             return await self._refused_report(message, answer)
-        line = self._plain(message, answer)
-        # Off the event loop: the outbox's commit waits for the disk (claims go on meanwhile).
-        await asyncio.to_thread(shared.outbox.remove, message.id)
-        if line:
-            log.info("%s", line)
+        self._leave([message.id], [self._plain(message, answer)])
         return True
+
+    def _leave(self, ids: list[int], lines: list[str]) -> None:
+        """Remove answered messages from the outbox, then log their lines, without holding up
+        the sender or the grants: a message answered for good is delivered (spec 40 §4.3, §4.6),
+        and a crash before its removal only sends it again, which the control plane refuses as
+        §4.7 handles. The supervisor waits for the removal before it exits."""
+        if ids:
+            # Each removal after the one before: the lines keep the order of the answers.
+            task = self.shared.spawn(self._remove(ids, lines, self._last_removal))
+            self._removing.add(task)
+            task.add_done_callback(self._removing.discard)
+            self._last_removal = task
+
+    async def removed(self) -> None:
+        """Wait until the messages answered so far have left the outbox (and their lines are
+        logged)."""
+        while self._removing:
+            await asyncio.gather(*self._removing)
+
+    async def _remove(
+        self, ids: list[int], lines: list[str], after: asyncio.Task[None] | None
+    ) -> None:
+        if after is not None and not after.done():
+            await asyncio.wait({after})
+        try:
+            # Off the event loop: the outbox's commit waits for the disk.
+            await asyncio.to_thread(self.shared.outbox.remove_many, ids)
+        except Exception:
+            log.exception("could not remove %s answered message(s) from the outbox", len(ids))
+            return
+        for line in lines:
+            if line:
+                log.info("%s", line)
 
     async def _refused_report(self, message: Message, answer: Answer) -> bool:
         """A refused report, as the table of §4.7 says."""

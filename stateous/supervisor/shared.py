@@ -102,11 +102,12 @@ class Shared:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
 
-    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+    def spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """Run `work` as a task that the supervisor waits for before it exits."""
         task = asyncio.create_task(work)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        return task
 
     def enqueue(self, grant: Grant, message: Message) -> None:
         """Hand a committed message to the sender, behind the grant's others, from any thread."""

@@ -32,6 +32,7 @@ from tests.integration.supervisor.procs import (
     sdlc_plane,
 )
 from tests.support import ServeProcess
+from tests.support.sending import send_settled
 
 BUSY = {"error": "the database cannot take this request now; try again", "code": "database_busy"}
 
@@ -146,7 +147,7 @@ async def test_a_busy_message_keeps_its_grants_later_messages_behind_it(
         ]
         fault.install()
         with caplog.at_level(logging.INFO, logger="stateous.supervisor"):
-            assert await supervisor.sender.send(messages) == set()
+            assert await send_settled(supervisor.sender, messages) == set()
         assert outbox.count() == 0
     finally:
         fault.heal()

@@ -28,6 +28,7 @@ from tests.integration.supervisor.procs import (
     sdlc_plane,
 )
 from tests.support import ServeProcess
+from tests.support.sending import send_settled
 
 ROUTINE = """
 from stateous import on_state
@@ -137,7 +138,7 @@ async def test_a_refused_message_in_the_middle_of_a_batch_answers_alone(
             outbox.add(2, 1, "T-2", "report", stuck()),
         ]
         with caplog.at_level(logging.INFO, logger="stateous.supervisor"):
-            assert await supervisor.sender.send(messages) == set()
+            assert await send_settled(supervisor.sender, messages) == set()
         assert outbox.count() == 0
     finally:
         await supervisor.remote.aclose()
@@ -173,7 +174,7 @@ async def test_a_batch_whose_answer_is_lost_is_sent_again_whole_and_applies_noth
             outbox.add(1, 1, "T-1", "report", stuck()),
         ]
         with caplog.at_level(logging.INFO, logger="stateous.supervisor"):
-            assert await supervisor.sender.send(messages) == set()
+            assert await send_settled(supervisor.sender, messages) == set()
         assert outbox.count() == 0
     finally:
         await supervisor.remote.aclose()

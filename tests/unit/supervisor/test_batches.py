@@ -23,6 +23,7 @@ from stateous.supervisor.grant import grant_from
 from stateous.supervisor.loop import Supervisor, Timings
 from stateous.supervisor.outbox import Message, Outbox
 from stateous.supervisor.remote import Remote
+from tests.support.sending import send_settled
 
 URL = "http://control.test"
 Handler = Callable[[str, str, dict[str, Any]], Awaitable[httpx.Response]]
@@ -229,7 +230,7 @@ async def test_ready_messages_of_every_grant_go_in_one_request_in_order(
     plane = Plane(plane_answer)
     sup = supervisor(tmp_path, outbox, plane)
     with caplog.at_level(logging.INFO, logger="stateous.supervisor"):
-        assert await sup.sender.send(messages_of(outbox)) == set()
+        assert await send_settled(sup.sender, messages_of(outbox)) == set()
     await sup.remote.aclose()
     assert plane.requests == [
         ("POST", "/tasks/messages", {"supervisor": "box-1", "messages": BATCH})
@@ -254,7 +255,7 @@ async def test_a_refused_message_in_the_middle_leaves_alone_and_the_rest_are_app
     plane = Plane(plane_answer)
     sup = supervisor(tmp_path, outbox, plane)
     with caplog.at_level(logging.INFO, logger="stateous.supervisor"):
-        assert await sup.sender.send(messages_of(outbox)) == set()
+        assert await send_settled(sup.sender, messages_of(outbox)) == set()
     await sup.remote.aclose()
     assert plane.paths() == ["/tasks/messages"]
     assert outbox.pending() == []
@@ -275,7 +276,7 @@ async def test_a_batch_without_answer_is_sent_again_whole(tmp_path: Path, outbox
 
     plane = Plane(busy_once)
     sup = supervisor(tmp_path, outbox, plane)
-    assert await sup.sender.send(messages_of(outbox)) == set()
+    assert await send_settled(sup.sender, messages_of(outbox)) == set()
     await sup.remote.aclose()
     assert plane.paths() == ["/tasks/messages", "/tasks/messages"]
     assert plane.requests[0] == plane.requests[1]
@@ -294,7 +295,7 @@ async def test_a_message_whose_own_answer_is_no_answer_is_sent_again_alone(
 
     plane = Plane(plane_answer)
     sup = supervisor(tmp_path, outbox, plane)
-    assert await sup.sender.send(messages_of(outbox)) == set()
+    assert await send_settled(sup.sender, messages_of(outbox)) == set()
     await sup.remote.aclose()
     assert plane.paths() == ["/tasks/messages", "/tasks/1/note"]
     assert plane.requests[1][2] == {"text": "looking", "attempt": 1}
@@ -314,9 +315,9 @@ async def test_a_control_plane_without_the_route_gets_single_messages(
 
     plane = Plane(old)
     sup = supervisor(tmp_path, outbox, plane)
-    assert await sup.sender.send(messages_of(outbox)) == set()
+    assert await send_settled(sup.sender, messages_of(outbox)) == set()
     assert sup.sender.batching is False
-    assert await sup.sender.send(messages_of(outbox)) == set()
+    assert await send_settled(sup.sender, messages_of(outbox)) == set()
     await sup.remote.aclose()
     singles = [
         ("POST", "/tasks/1/note", {"text": "looking", "attempt": 1}),
@@ -346,7 +347,7 @@ async def test_a_batch_without_answer_at_a_stop_stays_in_the_outbox(
     sup.stopping = True
     sent = messages_of(outbox)
     with caplog.at_level(logging.WARNING, logger="stateous.supervisor"):
-        assert await sup.sender.send(sent) == {1, 2}
+        assert await send_settled(sup.sender, sent) == {1, 2}
     await sup.remote.aclose()
     assert plane.paths() == ["/tasks/messages"]
     assert outbox.pending() == sent
@@ -387,6 +388,7 @@ async def test_the_sender_sends_what_grants_queued_meanwhile_together(
     gate.set()
     await asyncio.wait_for(one.drained.wait(), 5)
     await asyncio.wait_for(two.drained.wait(), 5)
+    await sup.sender.removed()
     sender.cancel()
     await sup.remote.aclose()
     assert plane.paths() == ["/tasks/1/note", "/tasks/messages"]
@@ -432,7 +434,7 @@ async def test_a_report_refused_in_a_batch_is_followed_by_its_failure_report(
     plane = Plane(plane_answer)
     sup = supervisor(tmp_path, outbox, plane)
     with caplog.at_level(logging.INFO, logger="stateous.supervisor"):
-        assert await sup.sender.send(messages_of(outbox)) == set()
+        assert await send_settled(sup.sender, messages_of(outbox)) == set()
     await sup.remote.aclose()
     assert plane.paths() == ["/tasks/messages", "/tasks/1/report"]
     assert plane.requests[1][2] == {
@@ -444,8 +446,10 @@ async def test_a_report_refused_in_a_batch_is_followed_by_its_failure_report(
         "supervisor": "box-1",
     }
     assert outbox.pending() == []
+    # A grant's lines keep their order; an accepted report's line follows its removal from the
+    # outbox, which runs beside the refused report's handling.
     assert [r.getMessage() for r in caplog.records] == [
-        "task 2 of O-2: reported waiting",
         "task 1 of O-1: the control plane refused the report: the context is bad",
+        "task 2 of O-2: reported waiting",
         "task 1 of O-1: reported failed",
     ]
