@@ -129,7 +129,7 @@ def execute(
 
 def execute_sql(conn: Connection, sql: str) -> None:
     """Run SQL without parameters or rows (a SAVEPOINT, say) on the driver's cursor."""
-    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    cursor = _cursor(conn)
     try:
         cursor.execute(sql)
     except Exception as exc:
@@ -138,8 +138,16 @@ def execute_sql(conn: Connection, sql: str) -> None:
         cursor.close()
 
 
+def _cursor(conn: Connection) -> Any:
+    """A cursor of the driver's connection, inside a transaction as `conn.execute` would be
+    (SQLAlchemy begins one on a connection's first statement; SQLite's driver here does not)."""
+    if not conn.in_transaction():
+        conn.begin()
+    return conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+
+
 def _run(conn: Connection, plan: _Plan, args: Sequence[Any] | dict[str, Any]) -> Rows:
-    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    cursor = _cursor(conn)
     try:
         cursor.execute(plan.sql, args)
         described = cursor.description

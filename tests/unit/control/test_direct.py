@@ -106,3 +106,18 @@ def test_a_drivers_error_is_sqlalchemys_error_and_loses_the_statement_alone(stor
             )
         direct.execute_sql(conn, "ROLLBACK TO SAVEPOINT one")
         assert q.last_seq(conn, "T-1") == 2
+
+
+def test_a_statement_on_a_connection_without_a_transaction_begins_one(store: Store) -> None:
+    """As `conn.execute` does: the write is undone with the connection's rollback."""
+    with store.engine.connect() as conn:
+        direct.execute(conn, q._INSERT_TOKEN, _token_row("T-9"))
+        assert conn.in_transaction()
+        conn.rollback()
+    with store.begin() as conn:
+        assert q.get_token(conn, "T-9") is None
+
+
+def _token_row(token: str) -> dict[str, Any]:
+    record = q.TokenRecord(token, "draft", "active", 1, {}, AT, None, None)
+    return dict(record.__dict__)
