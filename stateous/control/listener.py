@@ -17,7 +17,6 @@ import logging
 import threading
 from typing import Any
 
-import psycopg
 from sqlalchemy import URL
 
 from stateous.control.store.db import postgres_connect_args
@@ -86,7 +85,10 @@ class Listener:
                 self._stop.wait(self._retry)
 
     def _listen(self) -> None:
+        import psycopg  # only a control plane on Postgres listens; SQLite's does without it
+
         args: dict[str, Any] = postgres_connect_args()
+
         with psycopg.connect(self._conninfo, autocommit=True, **args) as conn:
             conn.execute(f"LISTEN {CHANNEL}")
             self.opened += 1

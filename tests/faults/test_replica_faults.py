@@ -158,7 +158,7 @@ def test_holder_replica_and_supervisor_sigkilled_under_load(tmp_path: Path) -> N
             for plane in everyone:
                 if plane.served is not None and plane.served.process.poll() is None:
                     plane.stop()
-        assert codes == [0, 0, 0], [run.lines[-5:] for run in runs]
+        assert codes == [0, 0, 0], "\n\n".join("\n".join(run.lines[-12:]) for run in runs)
         assert [outbox_count(folder) for folder in folders] == [0, 0, 0]
         figures = check_invariants(db_url)
         assert figures.tokens == sum(load.tokens for load in loads)

@@ -340,7 +340,6 @@ def create_app(
         logging_config=None,
         debug=False,
     )
-    openapi.document(app)
     app.state.plane = plane
     app.state.auth_token = auth_token
     app.state.auth_names = auth_names or ({auth_token: None} if auth_token else {})

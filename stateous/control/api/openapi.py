@@ -588,7 +588,16 @@ DOCUMENT_PATH = "/schema/openapi.json"
 
 def only_the_document(request: Request[Any, Any, Any]) -> None:
     """Litestar's schema router also answers `/schema` and `/schema/*` (with HTML); this API has
-    only the JSON document there, so every other such path is `404 not_found` like any other."""
+    only the JSON document there, so every other such path is `404 not_found` like any other.
+
+    The document is made when it is first asked for, not at start-up: generating it costs a
+    tenth of a second of CPU that a control plane nobody asks for its schema never spends.
+    """
     path = request.url.path
-    if (path == "/schema" or path.startswith("/schema/")) and path != DOCUMENT_PATH:
+    if path == DOCUMENT_PATH:
+        app = request.app
+        if not app.state.get("documented"):
+            document(app)
+            app.state.documented = True
+    elif path == "/schema" or path.startswith("/schema/"):
         raise NotFoundException()

@@ -68,7 +68,7 @@ class Supervise(Piped):
     def stop(self, timeout: float = 20.0) -> int:
         """Ctrl-C once and wait for the exit code."""
         code = self.interrupt(timeout)
-        self.read(timeout=0.5)
+        self.read_lines(timeout=5.0)  # to the end of the pipe: every line it wrote
         return code
 
     def kill(self) -> None:

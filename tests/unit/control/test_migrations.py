@@ -7,6 +7,7 @@ import warnings
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 from sqlalchemy.exc import IntegrityError
 
@@ -14,6 +15,13 @@ from stateous.control.errors import StoreError
 from stateous.control.store import migrate
 from stateous.control.store.db import Store, make_engine
 from stateous.control.store.tables import metadata
+
+
+def test_the_known_revisions_are_alembics() -> None:
+    # `migrate.check` knows the revisions without Alembic (start-up does not import it).
+    scripts = ScriptDirectory(str(migrate.MIGRATIONS))
+    assert set(migrate.TABLES_AT) == {script.revision for script in scripts.walk_revisions()}
+    assert scripts.get_current_head() == migrate.HEAD
 
 
 def test_migrations_match_the_metadata(db_url: str) -> None:
