@@ -24,6 +24,11 @@ from tests.support import free_port
 BY = {"actor": "ops", "reason": "the customer left", "via": "api"}
 
 
+#: The tokens of a job that is cut short: enough that the cut falls well inside it (after 300,
+#: or 200 for a takeover) with many batches on either side; more only makes the test longer.
+MATCHED = 1000
+
+
 def start_many(url: str, prefix: str, count: int, context: dict[str, Any]) -> None:
     """Start `count` tokens through `POST /tokens/batch`, 1,000 at a time."""
     with httpx.Client(base_url=url, timeout=120) as http:
@@ -108,18 +113,18 @@ def test_a_sigkill_in_the_middle_of_a_job_applies_each_token_once(
     cp = Plane(db_url, free_port(), tmp_path)
     cp.start_retrying()
     try:
-        start_many(cp.url, "K-", 2000, {})
+        start_many(cp.url, "K-", MATCHED, {})
         assert bulk(cp.url, {"action": "cancel", "filter": {"prefix": "K-"}, "by": BY}) == {
-            "job": 1, "matched": 2000,
+            "job": 1, "matched": MATCHED,
         }  # fmt: skip
         part = wait_job(cp.url, 1, timeout=300, done=300)
         cp.kill()
         assert part["status"] == "running"
         cp.start_retrying()
         final = wait_job(cp.url, 1, timeout=600)
-        assert (final["done"], final["skipped"]) == (2000, {})
-        exactly_once(db_url, cp.url, 1, 2000)
-        assert statuses(db_url, "K-") == Counter({"cancelled": 2000})
+        assert (final["done"], final["skipped"]) == (MATCHED, {})
+        exactly_once(db_url, cp.url, 1, MATCHED)
+        assert statuses(db_url, "K-") == Counter({"cancelled": MATCHED})
     finally:
         if cp.served is not None and cp.served.process.poll() is None:
             cp.stop()

@@ -12,7 +12,15 @@ from pathlib import Path
 import pytest
 
 from tests.faults.harness import Plane
-from tests.faults.test_bulk_faults import BY, bulk, exactly_once, start_many, statuses, wait_job
+from tests.faults.test_bulk_faults import (
+    BY,
+    MATCHED,
+    bulk,
+    exactly_once,
+    start_many,
+    statuses,
+    wait_job,
+)
 from tests.faults.test_takeover import terminate_backends
 from tests.support import free_port, postgres_database
 
@@ -26,9 +34,9 @@ def test_a_takeover_during_a_job_applies_each_token_once(tmp_path: Path) -> None
         first.start()
         second = Plane(db, free_port(), tmp_path)
         try:
-            start_many(first.url, "TK-", 2000, {})
+            start_many(first.url, "TK-", MATCHED, {})
             body = {"action": "cancel", "filter": {"prefix": "TK-"}, "by": BY}
-            assert bulk(first.url, body) == {"job": 1, "matched": 2000}
+            assert bulk(first.url, body) == {"job": 1, "matched": MATCHED}
             wait_job(first.url, 1, timeout=300, done=200)
             assert first.served is not None
             first.served.process.send_signal(signal.SIGSTOP)
@@ -37,9 +45,9 @@ def test_a_takeover_during_a_job_applies_each_token_once(tmp_path: Path) -> None
             first.served.process.send_signal(signal.SIGCONT)
             assert first.served.process.wait(timeout=30) == 1
             final = wait_job(second.url, 1, timeout=600)
-            assert (final["done"], final["skipped"]) == (2000, {})
-            exactly_once(db, second.url, 1, 2000)
-            assert statuses(db, "TK-") == Counter({"cancelled": 2000})
+            assert (final["done"], final["skipped"]) == (MATCHED, {})
+            exactly_once(db, second.url, 1, MATCHED)
+            assert statuses(db, "TK-") == Counter({"cancelled": MATCHED})
         finally:
             for cp in (first, second):
                 if cp.served is not None and cp.served.process.poll() is None:
