@@ -20,10 +20,7 @@ def no_token(token_id: str) -> Exception:
 
 def locked_task(tx: Tx, task_id: int) -> tuple[TaskRecord, TokenRecord]:
     """The task and its token, read again after the family lock; `404` if unknown."""
-    if tx.locks:
-        first = q.task_and_token(tx.conn, task_id)
-        if first is not None:
-            tx.lock_id(tx.top_of(first[1]))
+    tx.lock_task_family(task_id)
     # The token's last seq comes with it (after the lock): its ledger rows follow it.
     found = q.task_token_seq(tx.conn, task_id)
     if found is None:

@@ -18,6 +18,23 @@ from stateous.model.graph import Graph, WorkflowBody
 from stateous.model.validation import ModelValidator, validator_for
 
 
+def family_key_sql(top: str) -> str:
+    """`family_key` as a Postgres expression of the SQL expression `top`: the first 8 bytes of
+    the SHA-256 of `token:<id in lower case>` as a signed 64-bit integer (token ids are ASCII,
+    so Postgres's `lower` is Python's)."""
+    digest = f"sha256(convert_to('token:' || lower({top}), 'UTF8'))"
+    return f"('x' || left(encode({digest}, 'hex'), 16))::bit(64)::bigint"
+
+
+#: The family lock of a task's token: the key of the token's parent, or of itself.
+_LOCK_TASK_FAMILY = text(
+    f"SELECT pg_advisory_xact_lock({family_key_sql('coalesce(k.parent, k.token)')}), "
+    "p.parent IS NOT NULL AS deeper "
+    "FROM tasks t JOIN tokens k ON k.token = t.token LEFT JOIN tokens p ON p.token = k.parent "
+    "WHERE t.id = :id"
+)
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     """What every internal workflow needs besides the connection and the clock."""
@@ -131,9 +148,28 @@ class Tx:
         return bool(result.scalar())
 
     def lock_token(self, token_id: str) -> q.TokenRecord | None:
-        """Lock the family of a token, then read the token again (None: no such token)."""
+        """Lock the family of a token, then read the token (None: no such token)."""
+        if not self.locks:
+            return q.get_token(self.conn, token_id)
+        # Most tokens an operator or the clock acts on are top tokens: take the lock of the
+        # family this id would head, then read once. A child's own id heads no family, so that
+        # lock keeps no one waiting; the child then takes its top's lock and reads again. Every
+        # path takes such a key before a top's, never after one, so no two wait on each other.
+        self.lock_id(token_id)
         token = q.get_token(self.conn, token_id)
-        if token is None or not self.locks:
+        if token is None or token.parent is None:
             return token
         self.lock_id(self.top_of(token))
         return q.get_token(self.conn, token_id)
+
+    def lock_task_family(self, task_id: int) -> None:
+        """Take the family lock of a task's token in one statement (Postgres): the key of the
+        token's parent, or its own when it has none; a token two levels down or more then takes
+        its top's lock too (see `lock_token` for the order). No such task: no lock."""
+        if not self.locks:
+            return
+        row = self.conn.execute(_LOCK_TASK_FAMILY, {"id": task_id}).first()
+        if row is not None and row.deeper:
+            first = q.task_and_token(self.conn, task_id)
+            if first is not None:
+                self.lock_id(self.top_of(first[1]))
