@@ -100,12 +100,15 @@ def set_timer(
 def enter(tx: Tx, body: WorkflowBody, token: TokenRecord, state: str) -> TokenRecord:
     """Enter a state (§2.7): `entered`, then a task, a timeout, or the children."""
     spec = body.states[state]
-    visit = next_visit(tx, token.token, state, queues_tasks=not spec.is_parallel)
+    task = None
+    if spec.is_parallel:
+        visit = next_visit(tx, token.token, state)
+    else:  # the task and its visit in one statement
+        task, visit = q.queue_next_visit(tx.conn, token.token, state, tx.now)
     tx.write(token.token, "entered", {"state": state, "visit": visit})
     q.update_token(tx.conn, token.token, state=state, visit=visit, entered_at=tx.now)
     token = replace(token, state=state, visit=visit, entered_at=tx.now)
-    if not spec.is_parallel:
-        task = q.insert_task(tx.conn, token.token, state, visit, tx.now)
+    if task is not None:
         tx.write(token.token, "task_queued", {"task": task, "state": state})
     if spec.timeout_seconds is not None:
         set_timer(tx, token, "timeout", None, spec.timeout_seconds, "timeout")

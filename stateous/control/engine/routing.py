@@ -13,7 +13,6 @@ from stateous.control.engine.choice import choose_start as choose_start
 from stateous.control.engine.choice import context_errors as context_errors
 from stateous.control.engine.choice import targets_text as targets_text
 from stateous.control.engine.tx import Tx
-from stateous.control.store import queries as q
 from stateous.control.store.queries import TokenRecord
 from stateous.model.graph import TransitionSpec, WorkflowBody
 from stateous.model.guards import GuardEnv
@@ -117,14 +116,11 @@ def _parallel_problem(
     return children_problem(tx, token.token, target, visit, context)
 
 
-def next_visit(tx: Tx, token: str, state: str, *, queues_tasks: bool = False) -> int:
+def next_visit(tx: Tx, token: str, state: str) -> int:
     """The visit a token makes on entering `state` now: its `entered` rows for it, plus 1.
 
-    Each entry of a state that queues tasks queues exactly one, with the entry's visit; for
-    such a state (`queues_tasks`) the highest task visit is that count, read without decoding
-    the ledger.
+    (Entering a state that queues tasks counts its tasks instead, in the statement that queues
+    the next: `queries.queue_next_visit`.)
     """
-    if queues_tasks:
-        return 1 + q.highest_visit(tx.conn, token, state)
     rows = tx.ledger(token, ("entered",))
     return 1 + sum(1 for row in rows if row.data.get("state") == state)

@@ -138,6 +138,23 @@ _INSERT_TOKEN = insert(tokens)
 _LAST_SEQ = select(func.max(ledger.c.seq)).where(ledger.c.token == bindparam("t"))
 _INSERT_LEDGER = insert(ledger)
 _INSERT_TASK = insert(tasks).returning(tasks.c.id)
+# A task of the token's next visit of a state, in one statement: the visit is the highest of
+# its tasks of that state plus 1 (an aggregate answers one row, NULL when there is none).
+_QUEUE_NEXT_VISIT = (
+    insert(tasks)
+    .from_select(
+        ["token", "state", "visit", "status", "attempt", "queued_at"],
+        select(
+            bindparam("t", type_=tasks.c.token.type),
+            bindparam("s", type_=tasks.c.state.type),
+            func.coalesce(func.max(tasks.c.visit), 0) + 1,
+            bindparam("queued", type_=tasks.c.status.type),
+            bindparam("zero", type_=tasks.c.attempt.type),
+            bindparam("now", type_=tasks.c.queued_at.type),
+        ).where(tasks.c.token == bindparam("t"), tasks.c.state == bindparam("s")),
+    )
+    .returning(tasks.c.id, tasks.c.visit)
+)
 # An UPDATE without values sets the columns named by the parameters, besides the key's own.
 _UPDATE_TOKEN = update(tokens).where(tokens.c.token == bindparam("token_id"))
 _LEDGER = select(ledger).where(ledger.c.token == bindparam("t"))
@@ -150,9 +167,6 @@ _KEY_USED = select(ledger.c.seq).where(
     ledger.c.token == bindparam("t"), ledger.c.key == bindparam("key")
 )
 _GET_TASK = select(tasks).where(tasks.c.id == bindparam("id"))
-_HIGHEST_VISIT = select(func.max(tasks.c.visit)).where(
-    tasks.c.token == bindparam("t"), tasks.c.state == bindparam("s")
-)
 # The token's columns are labelled `token_<name>`: a task has columns of the same names.
 _TOKEN_PREFIX = "token_"
 _TASK_AND_TOKEN = (
@@ -420,9 +434,16 @@ def task_to_claim(conn: Connection, task_id: int) -> ToClaim | None:
     )
 
 
-def highest_visit(conn: Connection, token: str, state: str) -> int:
-    """The highest visit among the token's tasks of `state` (0 when none)."""
-    return int(run(conn, _HIGHEST_VISIT, {"t": token, "s": state}).scalar() or 0)
+def queue_next_visit(conn: Connection, token: str, state: str, now: datetime) -> tuple[int, int]:
+    """Queue the task of the token's next visit of `state` (attempt 0); answer its id and visit.
+
+    The visit is the number of the token's tasks of `state` plus 1: each entry of a state that
+    queues tasks queues exactly one (spec 30 §2.7), so this is its `entered` rows plus 1.
+    """
+    values = {"t": token, "s": state, "queued": "queued", "zero": 0, "now": now}
+    row = run(conn, _QUEUE_NEXT_VISIT, values).first()
+    assert row is not None  # INSERT ... SELECT of an aggregate inserts one row
+    return int(row[0]), int(row[1])
 
 
 def get_task(conn: Connection, task_id: int) -> TaskRecord | None:
