@@ -125,9 +125,8 @@ def leave(
     emits = spec.emits if spec is not None else ()
     # One statement closes them all (a claimed or waiting task is `done` on an emitted event).
     done = event is not None and event in emits
-    for task_id, status in q.close_open_tasks(tx.conn, token.token, done):
+    for task_id, status in q.leave_tasks_and_timers(tx.conn, token.token, done):
         tx.write(token.token, f"task_{status}", {"task": task_id})
-    q.cancel_timers(tx.conn, token.token)
     if spec is not None and spec.is_parallel:
         cancel_live_children(tx, token, spec, child_reason)
 
