@@ -30,7 +30,8 @@ class Grant:
     reporting: bool = False
     running: bool = False
     stuck: bool = False  # a message could not be delivered during a stop: the rest stay too
-    thread: threading.Thread | None = None
+    # Set when its `def` routine's thread is done with it (None: no such routine started).
+    finished: threading.Event | None = None
     abort: asyncio.Event = field(default_factory=asyncio.Event)
     # Its messages that wait for the sender, in order; how many the sender has in hand; set
     # when neither has any (the report waits for the notes, the grant's end for the report).

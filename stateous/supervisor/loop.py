@@ -135,10 +135,9 @@ class Supervisor(Shared):
             _, pending = await asyncio.wait(pending, timeout=5.0)
             if pending:
                 log.warning("%s routine(s) did not stop; exiting without them", len(pending))
-        threads = [g.thread for g in self.grants.values() if g.thread is not None]
-        for thread in threads:
-            await asyncio.to_thread(thread.join, 2.0)
-            if thread.is_alive():
+        finishing = [g.finished for g in self.grants.values() if g.finished is not None]
+        for finished in finishing:
+            if not await asyncio.to_thread(finished.wait, 2.0):
                 log.warning("a thread of a routine did not stop; exiting without it")
                 break
 

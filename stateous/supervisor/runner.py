@@ -1,6 +1,7 @@
 """The grant runner: runs the routine of each grant and reports its outcome (spec 40 §4.3-4.4).
 
-An `async def` routine runs on the event loop, a `def` routine in a daemon thread of its own;
+An `async def` routine runs on the event loop, a `def` routine in a daemon thread of its own
+while it runs (`RoutineThreads` keeps the threads between routines);
 the grant's notes and memory writes go to the outbox, then to the sender, before its report.
 """
 
@@ -20,6 +21,7 @@ from stateous.supervisor.outcome import error_text, failed, outcome_of
 from stateous.supervisor.routine import Context
 from stateous.supervisor.sender import Sender
 from stateous.supervisor.shared import Shared
+from stateous.supervisor.threads import RoutineThreads
 
 __all__ = ["GrantRunner"]
 
@@ -123,7 +125,7 @@ class GrantRunner:
         )
         grant.running = True
         try:
-            work = _start_routine(grant, function, ctx)
+            work = _start_routine(grant, function, ctx, self.shared.threads)
             aborted: asyncio.Future[Any] = asyncio.ensure_future(grant.abort.wait())
             done, _ = await asyncio.wait({work, aborted}, return_when=asyncio.FIRST_COMPLETED)
             aborted.cancel()
@@ -146,7 +148,7 @@ class GrantRunner:
 
 
 def _start_routine(
-    grant: Grant, function: Callable[..., Any], ctx: Context[Any]
+    grant: Grant, function: Callable[..., Any], ctx: Context[Any], threads: RoutineThreads
 ) -> asyncio.Future[tuple[bool, Any]]:
     """Start the routine; its future answers (True, result) or (False, error text)."""
     if inspect.iscoroutinefunction(function):
@@ -176,6 +178,13 @@ def _start_routine(
             with contextlib.suppress(RuntimeError):  # the loop closed: the result is ignored
                 loop.call_soon_threadsafe(settle, result)
 
-    grant.thread = threading.Thread(target=in_thread, name=f"routine-{grant.task}", daemon=True)
-    grant.thread.start()
+    grant.finished = finished = threading.Event()
+
+    def run() -> None:
+        try:
+            in_thread()
+        finally:
+            finished.set()
+
+    threads.run(f"routine-{grant.task}", run)
     return future

@@ -16,6 +16,7 @@ from stateous.supervisor.folder import Registry, Settings
 from stateous.supervisor.grant import Grant
 from stateous.supervisor.outbox import Message, Outbox
 from stateous.supervisor.remote import Answer, NoAnswer, Remote
+from stateous.supervisor.threads import RoutineThreads
 
 __all__ = ["Shared", "Timings", "wait_for"]
 
@@ -83,6 +84,7 @@ class Shared:
         # Long-poll claims until the control plane refuses the field (spec 70 §2).
         self.long_poll = self.timings.wait > 0
         self.registry = Registry({})
+        self.threads = RoutineThreads()  # where `def` routines run
         self.grants: dict[int, Grant] = {}
         self.stopping = False
         self.forced = False
