@@ -6,6 +6,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -313,9 +314,12 @@ def test_a_takeover_stops_the_old_control_plane(tmp_path: Path, backend: str, db
             from stateous.control.hold import SERVE_KEY
 
             holder = store.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-            assert holder.execute(
-                text("SELECT pg_try_advisory_lock(:k)"), {"k": SERVE_KEY}
-            ).scalar()
+            # pg_terminate_backend only signals: the lock is free once that backend has exited.
+            deadline = time.monotonic() + 5
+            take = text("SELECT pg_try_advisory_lock(:k)")
+            while not holder.execute(take, {"k": SERVE_KEY}).scalar():
+                assert time.monotonic() < deadline, "the terminated backend kept the hold"
+                time.sleep(0.02)
         code = served.process.wait(timeout=20)
         served.read_lines(timeout=1.0)
         if backend == "postgres":
