@@ -292,14 +292,19 @@ def _traced(store: Store) -> list[str]:
     return seen
 
 
-def test_a_group_whose_operations_all_succeed_takes_no_savepoint(
-    store: Store, clock: FakeClock, orders: EngineConfig
-) -> None:
+@pytest.fixture
+def traced(store: Store, clock: FakeClock, orders: EngineConfig) -> tuple[Plane, list[str]]:
+    """A plane on SQLite at T1, and every statement its connections run from now on."""
     if not store.sqlite:
         pytest.skip("SQLite's trace shows each statement; the path is the same on Postgres")
     clock.set(T1)
-    plane = Plane.of(store, orders, clock)
-    seen = _traced(store)
+    return Plane.of(store, orders, clock), _traced(store)
+
+
+def test_a_group_whose_operations_all_succeed_takes_no_savepoint(
+    traced: tuple[Plane, list[str]],
+) -> None:
+    plane, seen = traced
     answers = plane.run_many([starting(plane, f"ORDER-{n}", {"title": "t"}) for n in (1, 2, 3)])
     assert [a.created for a in answers] == [True, True, True]
     assert [s for s in seen if "SAVEPOINT" in s] == []
@@ -307,13 +312,9 @@ def test_a_group_whose_operations_all_succeed_takes_no_savepoint(
 
 
 def test_a_group_with_a_refusal_runs_again_each_in_its_savepoint_and_applies_each_once(
-    store: Store, clock: FakeClock, orders: EngineConfig
+    store: Store, traced: tuple[Plane, list[str]]
 ) -> None:
-    if not store.sqlite:
-        pytest.skip("SQLite's trace shows each statement; the path is the same on Postgres")
-    clock.set(T1)
-    plane = Plane.of(store, orders, clock)
-    seen = _traced(store)
+    plane, seen = traced
     answers = plane.run_many(
         [
             starting(plane, "ORDER-1", {"title": "first"}),
