@@ -88,7 +88,6 @@ class Listener:
         import psycopg  # only a control plane on Postgres listens; SQLite's does without it
 
         args: dict[str, Any] = postgres_connect_args()
-
         with psycopg.connect(self._conninfo, autocommit=True, **args) as conn:
             conn.execute(f"LISTEN {CHANNEL}")
             self.opened += 1

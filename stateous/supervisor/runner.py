@@ -169,22 +169,18 @@ def _start_routine(
         if not future.done():
             future.set_result(result)
 
+    grant.finished = finished = threading.Event()
+
     def in_thread() -> None:
         try:
             result: tuple[bool, Any] = (True, function(ctx))
         except BaseException as exc:
             result = (False, error_text(exc, in_thread=True))
+        finally:
+            finished.set()
         if not loop.is_closed():
             with contextlib.suppress(RuntimeError):  # the loop closed: the result is ignored
                 loop.call_soon_threadsafe(settle, result)
 
-    grant.finished = finished = threading.Event()
-
-    def run() -> None:
-        try:
-            in_thread()
-        finally:
-            finished.set()
-
-    threads.run(f"routine-{grant.task}", run)
+    threads.run(f"routine-{grant.task}", in_thread)
     return future

@@ -472,8 +472,7 @@ def close_open_tasks(conn: Connection, token: str, done: bool) -> list[tuple[int
     `done`: the token leaves on an event its state emits, so a claimed or waiting task is
     `done`; every other open task is `cancelled` (spec 30 §2.6).
     """
-    found = run(conn, _CLOSE_OPEN_TASKS, {"t": token, "done": done})
-    return sorted((int(task_id), str(status)) for task_id, status in found)
+    return _closed(run(conn, _CLOSE_OPEN_TASKS, {"t": token, "done": done}))
 
 
 def leave_tasks_and_timers(conn: Connection, token: str, done: bool) -> list[tuple[int, str]]:
@@ -486,7 +485,11 @@ def leave_tasks_and_timers(conn: Connection, token: str, done: bool) -> list[tup
         cancel_timers(conn, token)
         return closed
     values = {"t": token, "done": done, "timer_status": "cancelled"}
-    found = run(conn, _LEAVE_TASKS_AND_TIMERS, values)
+    return _closed(run(conn, _LEAVE_TASKS_AND_TIMERS, values))
+
+
+def _closed(found: Iterable[Any]) -> list[tuple[int, str]]:
+    """(id, new status) of each closed task, by id."""
     return sorted((int(task_id), str(status)) for task_id, status in found)
 
 
