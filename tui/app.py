@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -116,6 +117,11 @@ class ConsoleApp(App[None]):
             problem = save_settings(self.settings_file, settings)
             if problem:
                 self.log.warning(problem)
+        # Textual cancels the workers only after this handler: a poll still in flight would
+        # send on the closed client. Cancel them first, and let each see its cancellation.
+        workers = list(self.workers)
+        self.workers.cancel_all()
+        await asyncio.gather(*(worker.wait() for worker in workers), return_exceptions=True)
         await self.plane.close()
 
     def now(self) -> datetime:

@@ -17,6 +17,7 @@ import pytest
 from textual.widgets import DataTable, Input, RichLog, TextArea
 
 from stateous.model.history import history_line
+from tests.faults.proxy import ChaosProxy
 from tests.integration.supervisor.procs import (
     Supervise,
     init_folder,
@@ -269,3 +270,33 @@ async def test_unreachable_then_the_control_plane_comes(tmp_path: Path) -> None:
                 "checksum": app.health["checksum"],
                 "role": "holder",
             }
+
+
+async def test_quitting_while_a_poll_is_in_flight(live: Live, tmp_path: Path) -> None:
+    # Every chunk of every answer waits up to 0.2 s on its way back, so the console's poll is
+    # nearly always waiting on the control plane when it quits. Its connections close only after
+    # every worker stopped: a poll left running would send on the closed client (WorkerFailed).
+    port = int(live.url.rsplit(":", 1)[1])
+    proxy = ChaosProxy(port, drop=0.0, delay=1.0, cut=0.0, max_delay=0.2, every=10**9)
+    proxy.start()
+    running: list[list[str]] = []
+    try:
+        for _ in range(5):
+            app = make_console(
+                f"http://127.0.0.1:{proxy.port}", refresh=0.4,
+                settings_file=tmp_path / "console.yaml",
+            )  # fmt: skip
+            close = app.plane.close
+
+            async def closing(app: ConsoleApp = app, close: Any = close) -> None:
+                running.append([w.name for w in app.workers if not w.is_finished])
+                await close()
+
+            app.plane.close = closing  # type: ignore[method-assign]
+            async with app.run_test(size=(100, 30)) as pilot:
+                await wait_for(pilot, lambda: app.health is not None, timeout=20)
+                await pilot.pause(0.1)
+            assert app.return_code in (None, 0)
+    finally:
+        proxy.close()
+    assert running == [[]] * 5
