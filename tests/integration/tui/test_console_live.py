@@ -279,24 +279,27 @@ async def test_quitting_while_a_poll_is_in_flight(live: Live, tmp_path: Path) ->
     port = int(live.url.rsplit(":", 1)[1])
     proxy = ChaosProxy(port, drop=0.0, delay=1.0, cut=0.0, max_delay=0.2, every=10**9)
     proxy.start()
-    running: list[list[str]] = []
     try:
-        for _ in range(5):
-            app = make_console(
-                f"http://127.0.0.1:{proxy.port}", refresh=0.4,
-                settings_file=tmp_path / "console.yaml",
-            )  # fmt: skip
-            close = app.plane.close
-
-            async def closing(app: ConsoleApp = app, close: Any = close) -> None:
-                running.append([w.name for w in app.workers if not w.is_finished])
-                await close()
-
-            app.plane.close = closing  # type: ignore[method-assign]
-            async with app.run_test(size=(100, 30)) as pilot:
-                await wait_for(pilot, lambda: app.health is not None, timeout=20)
-                await pilot.pause(0.1)
-            assert app.return_code in (None, 0)
+        running = [await quit_polling(f"http://127.0.0.1:{proxy.port}", tmp_path) for _ in range(5)]
     finally:
         proxy.close()
     assert running == [[]] * 5
+
+
+async def quit_polling(url: str, tmp_path: Path) -> list[str]:
+    """Run a console until its first poll answered, then quit it; answer the workers that were
+    still running when its connections closed."""
+    app = make_console(url, refresh=0.4, settings_file=tmp_path / "console.yaml")
+    running: list[str] = []
+    close = app.plane.close
+
+    async def closing() -> None:
+        running.extend(worker.name for worker in app.workers if not worker.is_finished)
+        await close()
+
+    app.plane.close = closing  # type: ignore[method-assign]
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.health is not None, timeout=20)
+        await pilot.pause(0.1)
+    assert app.return_code in (None, 0)
+    return running
