@@ -40,13 +40,13 @@ class BulkRunner:
     def step(self) -> int:
         """One batch of the oldest running job with work left; answers the tokens handled."""
         for job in self.plane.run("bulk read", store.running_jobs):
-            handled = self._batch(job.id, job.action)
+            handled = self._batch(job)
             if handled:
                 return handled
         return 0
 
-    def _batch(self, job_id: int, action: str) -> int:
-        plane = self.plane
+    def _batch(self, job: store.Job) -> int:
+        plane, job_id = self.plane, job.id
         tokens = plane.run("bulk read", lambda conn: store.pending(conn, job_id, self.batch))
         if not tokens:
             plane.run("bulk", lambda conn: finish_if_done(conn, plane.clock, job_id))
@@ -58,7 +58,7 @@ class BulkRunner:
         size = 1 if plane.store.sqlite else self.group
         for first in range(0, len(tokens), size):
             part = tokens[first : first + size]
-            answers = plane.run_many([(action, partial(_apply, plane, job_id, t)) for t in part])
+            answers = plane.run_many([(job.action, partial(_apply, plane, job, t)) for t in part])
             for answer in answers:
                 if isinstance(answer, BaseException):
                     raise answer  # the database is busy or gone: the batch is tried again
@@ -87,5 +87,5 @@ class BulkRunner:
                 await asyncio.wait_for(stop.wait(), timeout=wait)
 
 
-def _apply(plane: Plane, job_id: int, token: str, conn: Connection) -> str | None:
-    return apply_one(conn, plane.clock, plane.config, job_id, token)
+def _apply(plane: Plane, job: store.Job, token: str, conn: Connection) -> str | None:
+    return apply_one(conn, plane.clock, plane.config, job, token)

@@ -136,36 +136,37 @@ def by_of(job: store.Job) -> dict[str, Any]:
 
 
 def apply_one(
-    conn: Connection, clock: Clock, config: EngineConfig, job_id: int, token: str
+    conn: Connection, clock: Clock, config: EngineConfig, job: store.Job, token: str
 ) -> str | None:
     """Act on one frozen token of a running job in the caller's transaction.
 
+    `job` may have been read before this transaction (its action, event, payload and `by` never
+    change): whether it still runs is checked here, in the statement that takes the match.
     Answers `done`, the refusal code it was skipped with, or None when there was nothing to do
     (the job is not running, or the match was taken already).
     """
-    job = store.get_job(conn, job_id)
-    if job is None or job.status != "running" or not store.take_match(conn, job_id, token):
+    if not store.take_match(conn, job.id, token):
         return None
     savepoint = conn.begin_nested()
     try:
         _act(job)(conn, clock, config, token, job, by_of(job))
     except RecordedRefusal as exc:  # its `event_rejected` row stays, like any refused fire
         savepoint.commit()
-        store.skip_match(conn, job_id, token, exc.code)
+        store.skip_match(conn, job.id, token, exc.code)
         return exc.code
     except Refusal as exc:
         if exc.code == "database_busy":
             raise
         savepoint.rollback()
-        store.skip_match(conn, job_id, token, exc.code)
+        store.skip_match(conn, job.id, token, exc.code)
         return exc.code
     except DBAPIError:
         raise  # the database's trouble (a deadlock, a lost connection): the token is tried again
     except Exception:
         # A defect must not stop the job on this token for ever: it is skipped, and logged.
-        log.exception("bulk job %s failed unexpectedly on token %r; skipped", job_id, token)
+        log.exception("bulk job %s failed unexpectedly on token %r; skipped", job.id, token)
         savepoint.rollback()
-        store.skip_match(conn, job_id, token, "unexpected")
+        store.skip_match(conn, job.id, token, "unexpected")
         return "unexpected"
     savepoint.commit()
     return "done"

@@ -139,16 +139,19 @@ def pending(conn: Connection, job: int, limit: int) -> list[str]:
 
 
 def take_match(conn: Connection, job: int, token: str) -> bool:
-    """Mark a pending match `done`; False when it was not pending (another applier had it).
+    """Mark a pending match of a running job `done`; False when it was not pending (another
+    applier had it) or the job no longer runs (stopped).
 
     On Postgres the row's lock makes a second applier wait, then find it no longer pending.
     """
+    running = select(bulk_jobs.c.id).where(bulk_jobs.c.id == job, bulk_jobs.c.status == "running")
     result = conn.execute(
         update(bulk_matches)
         .where(
             bulk_matches.c.job == job,
             bulk_matches.c.token == token,
             bulk_matches.c.status == "pending",
+            running.exists(),
         )
         .values(status="done")
     )

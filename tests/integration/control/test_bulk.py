@@ -12,6 +12,7 @@ import pytest
 from stateous.control.bulk_runner import BulkRunner
 from stateous.control.clock import FakeClock
 from stateous.control.engine.bulk import apply_one
+from stateous.control.store import bulk as bulk_store
 from tests.support.app import RunningApi, running_api
 from tests.support.graphs import ORDERS
 
@@ -239,9 +240,33 @@ def test_a_match_is_never_applied_twice(http: httpx.Client, api: RunningApi) -> 
     ok(http.post("/bulk", json={"action": "pause", "filter": {}}), 202)
     plane = api.plane
 
+    job = plane.run("read", lambda conn: bulk_store.get_job(conn, 1))
+    assert job is not None
+
     def once() -> str | None:
-        return plane.run("pause", lambda conn: apply_one(conn, plane.clock, plane.config, 1, "T-1"))
+        return plane.run(
+            "pause", lambda conn: apply_one(conn, plane.clock, plane.config, job, "T-1")
+        )
 
     assert (once(), once()) == ("done", None)
     paused = [row for row in ok(http.get("/tokens/T-1/history")) if row["kind"] == "paused"]
     assert len(paused) == 1
+
+
+def test_a_job_read_before_its_stop_acts_on_no_token_after_it(
+    http: httpx.Client, api: RunningApi
+) -> None:
+    # The runner reads a job once per batch; a stop that lands within the batch ends it there.
+    for number in (1, 2):
+        start(http, f"T-{number}")
+    ok(http.post("/bulk", json={"action": "pause", "filter": {}}), 202)
+    plane = api.plane
+    job = plane.run("read", lambda conn: bulk_store.get_job(conn, 1))
+    assert job is not None
+    act = plane.run("pause", lambda conn: apply_one(conn, plane.clock, plane.config, job, "T-1"))
+    assert act == "done"
+    assert ok(http.post("/bulk/1/stop"))["status"] == "stopped"
+    act = plane.run("pause", lambda conn: apply_one(conn, plane.clock, plane.config, job, "T-2"))
+    assert act is None
+    assert statuses(http) == {"T-1": "paused", "T-2": "active"}
+    assert (ok(http.get("/bulk/1"))["done"], ok(http.get("/bulk/1"))["skipped"]) == (1, {})

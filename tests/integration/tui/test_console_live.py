@@ -205,13 +205,15 @@ async def test_fire_with_a_payload_and_start_a_token(live: Live, tmp_path: Path)
 
 
 async def test_leases_and_a_running_supervisor(live: Live, tmp_path: Path) -> None:
-    live.start("LIVE-5", title="slow")
     app = console(live, tmp_path, supervisors=[str(live.folder)])
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("l")
         await wait_for(pilot, lambda: isinstance(app.screen, LeasesScreen))
+        # Started once the screen shows: its lease lasts the 4 s of the slow routine, and a
+        # loaded machine may take longer than that to start the console.
+        live.start("LIVE-5", title="slow")
         await wait_for(
-            pilot, lambda: any(r[1] == "LIVE-5" for r in rows(app, "held").values()), timeout=10
+            pilot, lambda: any(r[1] == "LIVE-5" for r in rows(app, "held").values()), timeout=20
         )
         held = next(r for r in rows(app, "held").values() if r[1] == "LIVE-5")
         assert held[2:6] == ["draft", "1", "claimed", "build-box-1"]
