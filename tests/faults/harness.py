@@ -75,16 +75,24 @@ from stateous import on_state
 from contract import Tests, TicketContext, events, states
 
 
+# Tokens whose id starts with SLOW take ten times longer in each routine (up to 2.5 s).
+SLOW = ""
+
+
 def roll(*parts: object) -> int:
     digest = hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()
     return int(digest[:8], 16) % 100
+
+
+def pace(ctx: TicketContext) -> float:
+    return 40 if SLOW and ctx.token.startswith(SLOW) else 400
 
 
 @on_state(states.coding)
 async def coding(ctx: TicketContext) -> events.done | events.stuck:
     ctx.memory["tries"] = ctx.memory.get("tries", 0) + 1
     ctx.note(f"coding attempt {ctx.attempt}")
-    await asyncio.sleep(roll(ctx.token, ctx.visit, ctx.attempt, "t") / 400)
+    await asyncio.sleep(roll(ctx.token, ctx.visit, ctx.attempt, "t") / pace(ctx))
     chance = roll(ctx.token, ctx.visit, ctx.attempt)
     if chance < 25:
         raise RuntimeError("the agent gave up")
@@ -95,19 +103,23 @@ async def coding(ctx: TicketContext) -> events.done | events.stuck:
 
 @on_state(states.testing)
 async def testing(ctx: TicketContext) -> events.passed | events.failed:
-    await asyncio.sleep(roll(ctx.token, ctx.visit, "t") / 400)
+    await asyncio.sleep(roll(ctx.token, ctx.visit, "t") / pace(ctx))
     if roll(ctx.token, ctx.visit) < 60:
         return events.passed(Tests(passed=3, failed=0))
     return events.failed(Tests(passed=2, failed=1))
 '''
 
 
-def make_folder(parent: Path, url: str, name: str, *, tasks: int = 8, extra: str = "") -> Path:
-    """A supervisor folder of the sdlc workflow with the flaky routines, speaking to `url`."""
+def make_folder(
+    parent: Path, url: str, name: str, *, tasks: int = 8, extra: str = "", slow: str = ""
+) -> Path:
+    """A supervisor folder of the sdlc workflow with the flaky routines, speaking to `url`;
+    the routines of tokens whose id starts with `slow` (when given) take ten times longer."""
     folder = parent / name
     folder.mkdir()
     shutil.copy(ROOT / "examples" / "sdlc-supervisor" / "contract.py", folder / "contract.py")
-    (folder / "routines.py").write_text(ROUTINES, encoding="utf-8")
+    routines = ROUTINES.replace('SLOW = ""', f"SLOW = {slow!r}")
+    (folder / "routines.py").write_text(routines, encoding="utf-8")
     (folder / "stateous.yaml").write_text(
         f"url: {url}\nname: {name}\ntasks: {tasks}\n{extra}", encoding="utf-8"
     )
