@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
+
+# Python's `jsonschema` (a twentieth of a second to import, with `referencing` and `attrs`) is
+# imported when a value is first found invalid, or a schema needs it: a control plane whose
+# values are all valid never loads it.
 
 #: Keywords whose meaning a compiled validator may not share with Python's `jsonschema`
 #: (regular-expression dialects, format checks): a schema using one is checked by Python only.
@@ -22,7 +28,8 @@ class ModelValidator:
         self.name = name
         self.schema: Mapping[str, Any] = schemas.get(name, {})
         root = {"$ref": f"#/schemas/{name}", "schemas": dict(schemas)}
-        self._validator = Draft202012Validator(root)
+        self._root = root
+        self._validator: Draft202012Validator | None = None
         # Compiled once (spec 75 §5): the common case, a valid value, never reaches the
         # interpreted validator, which still writes the messages of an invalid one.
         self._compiled = _compile(root, _reachable(schemas, name))
@@ -35,10 +42,18 @@ class ModelValidator:
         """
         if self._compiled is not None and _valid(self._compiled, value):
             return None
-        found = sorted(self._validator.iter_errors(value), key=_error_order)
+        found = sorted(self._python().iter_errors(value), key=_error_order)
         if not found:
             return None
         return "; ".join(f"{self._path(error)}: {error.message}" for error in found)
+
+    def _python(self) -> Draft202012Validator:
+        """Python's validator of the model, made on first use."""
+        if self._validator is None:
+            from jsonschema import Draft202012Validator
+
+            self._validator = Draft202012Validator(self._root)
+        return self._validator
 
     def _path(self, error: ValidationError) -> str:
         parts = [str(part) for part in error.absolute_path]

@@ -7,7 +7,7 @@ from typing import Any, get_type_hints
 
 import pytest
 
-from stateous.control.api.openapi import EnteredBy, Grant
+from stateous.control.api.openapi_document import EnteredBy, Grant
 from stateous.model.wire import EnteredByWire, GrantWire
 from stateous.supervisor.grant import grant_from
 

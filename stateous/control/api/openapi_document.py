@@ -1,0 +1,571 @@
+"""The bodies and answers of the OpenAPI document (spec 70 §4), as pydantic models, and
+`document(app)`, which completes Litestar's generated document with them.
+
+Litestar's generator lists every route with its path parameters; the handlers read raw bodies
+(spec 20 §1.1 decides what a body is, not a framework), so the generator cannot see the bodies
+and answers. This module is imported when the document is first asked for
+(stateous.control.api.openapi): building its models costs every start-up a thirtieth of a second
+that a control plane nobody asks for its schema never needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, cast, get_type_hints
+
+from litestar import Litestar
+from litestar.openapi.spec import Components, Operation, PathItem, Schema
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.json_schema import models_json_schema
+
+from stateous.model.wire import EnteredByWire, GrantWire
+
+__all__ = ["ROUTES", "document"]
+
+REF = "#/components/schemas/{model}"
+Json = dict[str, Any]
+
+
+class _Open(BaseModel):
+    """A wire shape; answers may grow fields, so none is closed."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Token(_Open):
+    """The token object (spec 20 §1.3); `parent` only on a child token."""
+
+    token: str
+    state: str
+    status: Literal["active", "paused", "completed", "failed", "cancelled"]
+    visit: int
+    context: dict[str, Any]
+    entered_at: str
+    parent: str = Field(default="", description="Present only on a child token.")
+
+
+class Duplicate(_Open):
+    """A fire whose `Idempotency-Key` was used already."""
+
+    duplicate: Literal[True]
+    token: Token
+
+
+class HistoryEntry(_Open):
+    """One ledger row of a token."""
+
+    seq: int
+    at: str
+    kind: str
+    data: dict[str, Any]
+
+
+def _from_wire(name: str, wire: type, doc: str, nested: dict[type, type[BaseModel]]) -> type[_Open]:
+    """The open model of a wire TypedDict of `stateous.model.wire`, which alone lists the fields;
+    `nested` names the models that stand for the TypedDicts inside it."""
+    fields: dict[str, Any] = {
+        key: (nested.get(hint, hint), ...) for key, hint in get_type_hints(wire).items()
+    }
+    return create_model(name, __base__=_Open, __doc__=doc, __module__=__name__, **fields)
+
+
+EnteredBy = _from_wire(
+    "EnteredBy", EnteredByWire, "The event that moved the token into the state.", {}
+)
+Grant = _from_wire("Grant", GrantWire, "A claimed task (spec 20 §1.6).", {EnteredByWire: EnteredBy})
+
+
+class Lost(_Open):
+    """The heartbeat's answer: the tasks not renewed."""
+
+    lost: list[int]
+
+
+class Health(_Open):
+    """The served workflow, the graph file's checksum and this control plane's role."""
+
+    workflow: str
+    checksum: str
+    role: Literal["holder", "replica"]
+
+
+class Refusal(_Open):
+    """Every refusal: a sentence for people and a stable code for programs (spec 20 §1.7)."""
+
+    error: str
+    code: str
+
+
+class TaskRow(_Open):
+    """A task, as the operators' routes show it (spec 70 §1)."""
+
+    task: int
+    token: str
+    state: str
+    visit: int
+    status: str
+    attempt: int
+    claimed_by: str | None
+    lease_until: str | None
+    queued_at: str
+
+
+class TimerRow(_Open):
+    """A timer of a token (spec 70 §1)."""
+
+    id: int
+    state: str
+    visit: int
+    event: str
+    kind: str
+    status: str
+    set_at: str
+    due_at: str
+
+
+class MemoryRow(_Open):
+    """A memory row of a token (spec 70 §1)."""
+
+    state: str
+    key: str
+    value: Any
+
+
+class Stats(_Open):
+    """Counts by status and state (spec 70 §1)."""
+
+    tokens: dict[str, int]
+    states: dict[str, dict[str, int]]
+    oldest_queued_at: str | None
+    serving: str | None
+
+
+class StartBody(BaseModel):
+    """`POST /tokens`."""
+
+    token: str = Field(description="[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+    context: dict[str, Any] | None = None
+
+
+class FireBody(BaseModel):
+    """`POST /tokens/{id}/events/{event}`."""
+
+    payload: dict[str, Any] | None = None
+
+
+class ClaimBody(BaseModel):
+    """`POST /tasks/claim`."""
+
+    supervisor: str = Field(min_length=1, max_length=256)
+    states: list[str] = Field(max_length=1000)
+    request: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._-]{1,64}$")
+    wait: float = Field(default=0, ge=0, le=60, description="Long-poll seconds (spec 70 §2).")
+    max: int | None = Field(
+        default=None, ge=1, le=64, description="Claim up to this many tasks (spec 75 §1)."
+    )
+
+
+class HeartbeatBody(BaseModel):
+    """`POST /tasks/heartbeat`."""
+
+    supervisor: str = Field(min_length=1, max_length=256)
+    tasks: list[int] = Field(max_length=1000)
+
+
+class Schedule(BaseModel):
+    """A routine timer of a report."""
+
+    event: str
+    payload: dict[str, Any] | None = None
+    after: str = Field(pattern=r"^[1-9][0-9]*[smhd]$")
+
+
+class ReportBody(BaseModel):
+    """`POST /tasks/{id}/report`."""
+
+    kind: Literal["event", "waiting", "failed"]
+    event: str | None = None
+    error: str | None = None
+    payload: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    schedules: list[Schedule] = []
+    attempt: int | None = Field(default=None, ge=1)
+    supervisor: str | None = Field(default=None, min_length=1, max_length=256)
+
+
+class NoteBody(BaseModel):
+    """`POST /tasks/{id}/note`."""
+
+    text: str = Field(min_length=1, max_length=500)
+    attempt: int | None = Field(default=None, ge=1)
+
+
+class MemoryBody(BaseModel):
+    """`PUT /tasks/{id}/memory`; a `null` value deletes the key."""
+
+    key: str = Field(min_length=1, max_length=128)
+    value: Any
+    attempt: int | None = Field(default=None, ge=1)
+
+
+class Grants(_Open):
+    """The answer of a claim with `max` (spec 75 §1)."""
+
+    grants: list[Grant]  # type: ignore[valid-type]  # a model made by create_model
+
+
+class Message(BaseModel):
+    """One message of `POST /tasks/messages`: the body of its single route."""
+
+    type: Literal["report", "note", "memory"]
+    task: int = Field(ge=0)
+    body: dict[str, Any]
+
+
+class MessagesBody(BaseModel):
+    """`POST /tasks/messages` (spec 75 §2)."""
+
+    supervisor: str = Field(min_length=1, max_length=256)
+    messages: list[Message] = Field(min_length=1, max_length=100)
+
+
+class StartsBody(BaseModel):
+    """`POST /tokens/batch` (spec 75 §3): each start is the body of `POST /tokens`."""
+
+    tokens: list[StartBody] = Field(min_length=1, max_length=1000)
+
+
+class PartAnswer(_Open):
+    """The answer to one message or start: its single route's status and body (null for 204)."""
+
+    status: int
+    body: Any
+
+
+class Answers(_Open):
+    """The answers of a batch, one per message or start, in order."""
+
+    answers: list[PartAnswer]
+
+
+class BeatBody(BaseModel):
+    """`POST /supervisors/beat` (spec 80 §5)."""
+
+    supervisor: str = Field(min_length=1, max_length=256)
+    host: str = Field(min_length=1, max_length=256)
+    pid: int = Field(ge=0)
+    version: str = Field(min_length=1, max_length=64)
+    states: list[str] = Field(max_length=1000)
+    slots: int = Field(ge=0, le=100_000)
+    running: list[int] = Field(max_length=10_000)
+    started_at: str = Field(description="An ISO 8601 time, e.g. 2026-10-16T20:48:44Z")
+    stopping: bool = False
+
+
+class Supervisor(_Open):
+    """A supervisor as the control plane sees it (spec 80 §5)."""
+
+    supervisor: str
+    host: str
+    pid: int
+    version: str
+    states: list[str]
+    slots: int
+    running: list[int]
+    started_at: str
+    stopping: bool
+    seen_at: str
+    status: Literal["live", "stale", "gone"]
+
+
+class InboxEvent(_Open):
+    """An event a waiting task's state takes from outside, with its payload's JSON Schema."""
+
+    event: str
+    payload_schema: dict[str, Any] | None
+
+
+class ControlPlane(_Open):
+    """A live control plane on the database (spec 85 §1)."""
+
+    name: str
+    role: Literal["holder", "replica"]
+    started_at: str
+    seen_at: str
+
+
+class InboxEntry(_Open):
+    """A waiting task of a live token (spec 80 §6)."""
+
+    task: int
+    token: str
+    state: str
+    visit: int
+    status: Literal["active", "paused"]
+    since: str
+    note: str | None
+    events: list[InboxEvent]
+
+
+class By(BaseModel):
+    """Who acts and why (spec 80 §1)."""
+
+    actor: str = Field(description="1 to 64 printable characters")
+    reason: str = Field(default="", description="0 to 500 characters")
+    via: Literal["cli", "console", "client", "api"] | None = None
+
+
+class RetryBody(BaseModel):
+    """`POST /tokens/{id}/retry` (spec 80 §3)."""
+
+    by: By | None = None
+
+
+class MoveBody(BaseModel):
+    """`POST /tokens/{id}/move` (spec 80 §3)."""
+
+    to: str = Field(description="A state of the token's workflow, not START or END")
+    context: dict[str, Any] | None = None
+    by: By | None = None
+
+
+class SteerBody(BaseModel):
+    """`POST /tokens/{id}/pause|resume|cancel`: `{}` or absent, or who acts (spec 80 §1)."""
+
+    by: By | None = None
+
+
+class BulkFilter(BaseModel):
+    """The selection of a bulk job: every part optional, all must hold (spec 80 §2)."""
+
+    status: list[str] | None = None
+    state: list[str] | None = None
+    prefix: str | None = Field(default=None, min_length=1, max_length=128)
+    entered_before: str | None = Field(default=None, description="ISO 8601")
+    entered_after: str | None = Field(default=None, description="ISO 8601")
+    context: dict[str, Any] | None = Field(default=None, description="key: the JSON it equals")
+    tokens: list[str] | None = Field(default=None, max_length=10_000)
+
+
+class BulkBody(BaseModel):
+    """`POST /bulk` (spec 80 §2)."""
+
+    action: Literal["pause", "resume", "cancel", "fire", "retry"]
+    filter: BulkFilter | None = None
+    event: str | None = Field(default=None, description="fire only, and needed there")
+    payload: dict[str, Any] | None = None
+    dry_run: bool = False
+    by: By | None = None
+
+
+class BulkPreview(_Open):
+    """A dry run: how many match, and the first 50 ids, oldest first."""
+
+    matched: int
+    tokens: list[str]
+
+
+class BulkStarted(_Open):
+    """A new bulk job."""
+
+    job: int
+    matched: int
+
+
+class BulkJob(_Open):
+    """`GET /bulk/{job}`: a job and its progress."""
+
+    job: int
+    action: str
+    filter: dict[str, Any]
+    event: str | None
+    matched: int
+    done: int
+    skipped: dict[str, int]
+    status: Literal["running", "finished", "stopped"]
+    created_at: str
+    finished_at: str | None
+    by: dict[str, Any] | None
+
+
+class Act(_Open):
+    """One operator act of `GET /audit` (spec 80 §1)."""
+
+    token: str
+    seq: int
+    at: str
+    kind: str
+    actor: str | None
+    via: str | None
+    reason: str | None
+    bulk: int | None
+
+
+class Finding(_Open):
+    """One reason a token is not moving (spec 80 §4)."""
+
+    code: Literal[
+        "ended", "paused", "no_supervisor", "queued_behind", "claimed", "supervisor_gone",
+        "retrying", "waiting_outside", "timer", "children", "last_event_refused",
+    ]  # fmt: skip
+    sentence: str
+    since: str = Field(default="", description="Present when the finding has a start time.")
+
+
+class Why(_Open):
+    """`GET /tokens/{id}/why`: the findings, most important first."""
+
+    token: Token
+    findings: list[Finding]
+
+
+_MODELS: list[type[BaseModel]] = [
+    Token, Duplicate, HistoryEntry, Grant, Lost, Health, Refusal, TaskRow, TimerRow, MemoryRow,
+    Stats, StartBody, FireBody, ClaimBody, HeartbeatBody, ReportBody, NoteBody, MemoryBody,
+    Grants, MessagesBody, StartsBody, Answers,
+    BeatBody, Supervisor, InboxEntry, ControlPlane,
+    By, RetryBody, MoveBody, Finding, Why,
+    SteerBody, BulkFilter, BulkBody, BulkPreview, BulkStarted, BulkJob, Act,
+]  # fmt: skip
+
+#: (method, path) -> (request body model or None, {status: answer}); an answer is a model, a
+#: list of a model, a tuple of models (any of them), "empty" (no body) or "text" (Prometheus).
+Answer = type[BaseModel] | tuple[type[BaseModel], ...] | list[type[BaseModel]] | str | None
+ROUTES: dict[tuple[str, str], tuple[type[BaseModel] | None, dict[int, Answer]]] = {
+    ("post", "/tokens"): (StartBody, {201: Token, 200: Token}),
+    ("get", "/tokens"): (None, {200: [Token]}),
+    ("get", "/tokens/{token_id}"): (None, {200: Token}),
+    ("get", "/tokens/{token_id}/history"): (None, {200: [HistoryEntry]}),
+    ("post", "/tokens/{token_id}/events/{event}"): (FireBody, {200: (Token, Duplicate)}),
+    ("post", "/tokens/{token_id}/pause"): (SteerBody, {200: Token}),
+    ("post", "/tokens/{token_id}/resume"): (SteerBody, {200: Token}),
+    ("post", "/tokens/{token_id}/cancel"): (SteerBody, {200: Token}),
+    ("get", "/workflow"): (None, {200: None}),
+    ("get", "/health"): (None, {200: Health}),
+    ("post", "/tasks/claim"): (ClaimBody, {200: (Grant, Grants), 204: "empty"}),
+    ("post", "/tasks/messages"): (MessagesBody, {200: Answers}),
+    ("post", "/tokens/batch"): (StartsBody, {200: Answers}),
+    ("post", "/tasks/heartbeat"): (HeartbeatBody, {200: Lost}),
+    ("post", "/tasks/{task}/report"): (ReportBody, {200: Token}),
+    ("post", "/tasks/{task}/note"): (NoteBody, {204: "empty"}),
+    ("put", "/tasks/{task}/memory"): (MemoryBody, {204: "empty"}),
+    ("get", "/tasks"): (None, {200: [TaskRow]}),
+    ("get", "/tokens/{token_id}/tasks"): (None, {200: [TaskRow]}),
+    ("get", "/tokens/{token_id}/timers"): (None, {200: [TimerRow]}),
+    ("get", "/tokens/{token_id}/memory"): (None, {200: [MemoryRow]}),
+    ("get", "/stats"): (None, {200: Stats}),
+    ("get", "/metrics"): (None, {200: "text"}),
+    ("post", "/supervisors/beat"): (BeatBody, {200: Supervisor}),
+    ("get", "/supervisors"): (None, {200: [Supervisor]}),
+    ("get", "/inbox"): (None, {200: [InboxEntry]}),
+    ("post", "/tokens/{token_id}/retry"): (RetryBody, {200: Token}),
+    ("post", "/tokens/{token_id}/move"): (MoveBody, {200: Token}),
+    ("get", "/tokens/{token_id}/why"): (None, {200: Why}),
+    ("get", "/control-planes"): (None, {200: [ControlPlane]}),
+    ("get", "/audit"): (None, {200: [Act]}),
+    ("post", "/bulk"): (BulkBody, {202: BulkStarted, 200: BulkPreview}),
+    ("get", "/bulk"): (None, {200: [BulkJob]}),
+    ("get", "/bulk/{job}"): (None, {200: BulkJob}),
+    ("post", "/bulk/{job}/stop"): (None, {200: BulkJob}),
+}
+
+#: The refusal statuses of spec 20 §1.7 (and 401 of spec 70 §5), each with the envelope.
+REFUSALS = {
+    400: "Not JSON, NaN/Infinity, too deep (`bad_request`)",
+    401: "No or a wrong bearer token, when authentication is on (`unauthorized`)",
+    404: "`not_found`, `token_not_found`, `task_not_found`, `bulk_not_found`",
+    405: "`method_not_allowed`",
+    409: "`event_not_allowed`, `token_not_active`, `child_token`, `task_not_held`, `attempt_over`, "
+    "`token_not_failed`, `bulk_not_running`",
+    413: "The body is larger than 1 MiB (`bad_request`)",
+    422: "`invalid_argument`, `invalid_context`, `invalid_payload`, `invalid_token_id`, "
+    "`invalid_body`, `unknown_state`",
+    500: "`unexpected`",
+    503: "`database_busy`, `not_serving`",
+}
+
+QUERIES: dict[str, list[tuple[str, str]]] = {
+    "/tokens": [("status", "One of the token statuses"), ("parent", "A parent's id"),
+                ("limit", "1 to 1000, default 100")],
+    "/tasks": [("status", "One of the task statuses"), ("token", "A token id"),
+               ("state", "A state"), ("supervisor", "A supervisor name"),
+               ("limit", "1 to 1000, default 100")],
+    "/tokens/{token_id}/history": [("after", "Only the entries with seq > after")],
+    "/inbox": [("state", "A state"), ("limit", "1 to 1000, default 100")],
+    "/audit": [("actor", "An actor"), ("token", "A token id"),
+               ("since", "ISO 8601: acts at or after it"), ("limit", "1 to 1000, default 100")],
+    "/bulk": [("status", "running, finished or stopped"), ("limit", "1 to 1000, default 100")],
+}  # fmt: skip
+
+
+def _ref(model: type[BaseModel]) -> Json:
+    return {"$ref": REF.format(model=model.__name__)}
+
+
+def _answer_schema(shape: Answer) -> Json | None:
+    if isinstance(shape, tuple):
+        return {"anyOf": [_ref(model) for model in shape]}
+    if isinstance(shape, list):
+        return {"type": "array", "items": _ref(shape[0])}
+    if shape is None:
+        return {"type": "object"}
+    if isinstance(shape, str):
+        return None
+    return _ref(shape)
+
+
+def _responses(answers: dict[int, Answer]) -> Json:
+    out: Json = {}
+    for status, shape in answers.items():
+        if shape == "empty":
+            out[str(status)] = {"description": "No body"}
+        elif shape == "text":
+            out[str(status)] = {
+                "description": "Prometheus text exposition",
+                "content": {"text/plain": {"schema": {"type": "string"}}},
+            }
+        else:
+            schema = _answer_schema(shape)
+            out[str(status)] = {
+                "description": "OK",
+                "content": {"application/json": {"schema": schema}},
+            }
+    refusal = {"application/json": {"schema": _ref(Refusal)}}
+    for status, text in REFUSALS.items():
+        out[str(status)] = {"description": f"Refusal: {text}", "content": refusal}
+    return out
+
+
+def _operation(method: str, path: str, op: Operation) -> None:
+    body, answers = ROUTES[(method, path)]
+    # The spec objects hold plain dicts here: Litestar's to_schema() passes dicts through.
+    op.responses = cast(Any, _responses(answers))
+    if body is not None:
+        op.request_body = cast(
+            Any,
+            {"required": False, "content": {"application/json": {"schema": _ref(body)}}},
+        )
+    if path == "/tokens/{token_id}/events/{event}":
+        key = {"name": "Idempotency-Key", "in": "header", "required": False,
+               "schema": {"type": "string", "minLength": 1, "maxLength": 256}}  # fmt: skip
+        op.parameters = [*(op.parameters or []), cast(Any, key)]
+    if method == "get" and path in QUERIES:
+        extra = [{"name": name, "in": "query", "required": False,
+                  "schema": {"type": "string"}, "description": text}
+                 for name, text in QUERIES[path]]  # fmt: skip
+        op.parameters = [*(op.parameters or []), *cast(list[Any], extra)]
+
+
+def document(app: Litestar) -> None:
+    """Complete Litestar's generated document (cached by the app) with bodies and answers."""
+    openapi = app.openapi_schema
+    for path, item in (openapi.paths or {}).items():
+        assert isinstance(item, PathItem)
+        for method in ("get", "post", "put"):
+            op = getattr(item, method)
+            if isinstance(op, Operation) and (method, path) in ROUTES:
+                _operation(method, path, op)
+    _, defs = models_json_schema([(m, "validation") for m in _MODELS], ref_template=REF)
+    schemas = cast(dict[str, Schema | Any], defs.get("$defs", {}))
+    components = openapi.components if isinstance(openapi.components, Components) else Components()
+    components.schemas = {**(components.schemas or {}), **schemas}
+    openapi.components = components
