@@ -53,7 +53,11 @@ imports: $(STAMP) ## the import rules of DEVELOPERS.md
 # first, so the long fault runs do not start last. `make pytest PYTEST_WORKERS=0` runs serially.
 PYTEST_WORKERS ?= 4
 
+# The suite starts some 400 Python processes (serve, supervise, the CLI). Where the environment
+# sets PYTHONDONTWRITEBYTECODE, each would compile the package from its sources again (0.1 s):
+# compileall writes the bytecode once, and every process reads it.
 pytest: $(STAMP) ## the test suite, in parallel (pytest-xdist)
+	@$(PY) -m compileall -q stateous tui
 	@$(VENV)/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile \
 		--no-loadscope-reorder $(PYTEST_ARGS)
 
