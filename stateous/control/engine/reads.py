@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from stateous.control.engine.checks import no_token
-from stateous.control.engine.views import history_entry, token_wire
+from stateous.control.engine.views import history_entry, token_wire, wire_of
 from stateous.control.store import queries as q
 from stateous.model.wire import HistoryEntryWire, TokenWire
 
@@ -22,7 +22,7 @@ def list_tokens(
     conn: Connection, status: str | None, parent: str | None, limit: int
 ) -> list[TokenWire]:
     """Tokens, most recently moved first."""
-    return [token_wire(t) for t in q.list_tokens(conn, status, parent, limit)]
+    return [wire_of(*columns) for columns in q.listing_columns(conn, status, parent, limit)]
 
 
 def history(conn: Connection, token_id: str) -> list[HistoryEntryWire]:

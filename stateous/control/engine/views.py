@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from stateous.control.clock import iso
 from stateous.control.engine.tx import Tx
 from stateous.control.store import queries as q
@@ -11,16 +14,32 @@ from stateous.model.wire import GrantWire, HistoryEntryWire, TokenWire
 
 def token_wire(token: TokenRecord) -> TokenWire:
     """The token object of spec 20 §1.3 (`parent` only on a child)."""
+    return wire_of(
+        token.token, token.state, token.status, token.visit, token.context, token.entered_at,
+        token.parent,
+    )  # fmt: skip
+
+
+def wire_of(
+    token: str,
+    state: str,
+    status: str,
+    visit: int,
+    context: dict[str, Any],
+    entered_at: datetime,
+    parent: str | None,
+) -> TokenWire:
+    """`token_wire` of a token's columns (a listing builds a thousand without their record)."""
     wire: TokenWire = {
-        "token": token.token,
-        "state": token.state,
-        "status": token.status,
-        "visit": token.visit,
-        "context": token.context,
-        "entered_at": iso(token.entered_at),
+        "token": token,
+        "state": state,
+        "status": status,
+        "visit": visit,
+        "context": context,
+        "entered_at": iso(entered_at),
     }
-    if token.parent is not None:
-        wire["parent"] = token.parent
+    if parent is not None:
+        wire["parent"] = parent
     return wire
 
 

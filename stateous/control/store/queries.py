@@ -294,17 +294,24 @@ def update_token(conn: Connection, token: str, **values: Any) -> None:
     run(conn, _UPDATE_TOKEN, {"token_id": token, **values})
 
 
-def list_tokens(
+#: The columns of a token's wire shape, in `views.wire_of`'s order.
+WIRE_COLUMNS = (
+    tokens.c.token, tokens.c.state, tokens.c.status, tokens.c.visit, tokens.c.context,
+    tokens.c.entered_at, tokens.c.parent,
+)  # fmt: skip
+
+
+def listing_columns(
     conn: Connection, status: str | None, parent: str | None, limit: int
-) -> list[TokenRecord]:
-    """Tokens most recently moved first (entered_at descending, then id ascending)."""
-    query = listing_query(status, parent, limit)
-    return [TokenRecord.from_row(row) for row in conn.execute(query)]
+) -> list[tuple[Any, ...]]:
+    """The listing's tokens as tuples of WIRE_COLUMNS: no record is built for each of the
+    thousand rows a listing may answer."""
+    return [tuple(row) for row in conn.execute(listing_query(status, parent, limit))]
 
 
 def listing_query(status: str | None, parent: str | None, limit: int) -> Select[Any]:
     """The listing's query: a walk of `tokens_moved` (or `tokens_status`), in their order."""
-    query = select(tokens)
+    query = select(*WIRE_COLUMNS)
     if status is not None:
         query = query.where(tokens.c.status == status)
     if parent is not None:

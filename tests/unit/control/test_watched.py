@@ -55,9 +55,9 @@ def test_the_listing_walks_the_index_in_its_order(store: Store) -> None:
         assert "Index Scan using tokens_moved on tokens" in found
         assert "Sort" not in found and "Seq Scan" not in found
     with store.begin() as conn:
-        listed = q.list_tokens(conn, None, None, 1000)
+        listed = q.listing_columns(conn, None, None, 1000)
     # Most recently moved first; the id ascending among tokens moved at the same moment.
-    assert [t.token for t in listed[:4]] == ["T-019998", "T-019999", "T-019995", "T-019996"]
+    assert [t[0] for t in listed[:4]] == ["T-019998", "T-019999", "T-019995", "T-019996"]
     assert len(listed) == 1000
 
 
