@@ -95,6 +95,11 @@ class Outbox:
         try:
             self._conn.execute("PRAGMA locking_mode=EXCLUSIVE")
             self._conn.execute("PRAGMA synchronous=FULL")
+            # WAL: a commit appends to one file and syncs it (a rollback journal is created,
+            # synced and removed each time), about half the CPU and wall time of a commit. In
+            # EXCLUSIVE mode its index lives in memory (no -shm); a reader after a crash, the
+            # console or the next start, recovers the committed messages from the -wal file.
+            self._conn.execute("PRAGMA journal_mode=WAL")
             # A write transaction takes the exclusive lock; EXCLUSIVE mode keeps it until close.
             self._conn.execute("BEGIN EXCLUSIVE")
             self._conn.execute(_SCHEMA)

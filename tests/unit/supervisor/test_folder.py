@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import sqlite3
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from stateous.compiler.contract import contract_text
 from stateous.supervisor.folder import FolderError, load_routines, read_folder, url_problem
 from stateous.supervisor.outbox import Outbox, OutboxLocked
+from tui.outbox import read_folder as console_view
 
 DATA = Path(__file__).parent / "data"
 YAML = 'url: "http://127.0.0.1:8080"\n'
@@ -213,4 +215,41 @@ def test_the_outbox_table_lock_and_order(tmp_path: Path) -> None:
     conn.close()
     reopened = Outbox(tmp_path)
     assert [m.task for m in reopened.pending()] == [3]
+    reopened.close()
+
+
+def test_a_killed_supervisors_outbox_is_read_back_from_its_wal(tmp_path: Path) -> None:
+    # The outbox is in WAL mode with an exclusive lock: a process killed after its commits
+    # leaves them in `outbox.db-wal` only. The console's read-only reader, and the next start,
+    # both find them; while the writer lives, the file reads as locked.
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from stateous.supervisor.outbox import Outbox\n"
+        "outbox = Outbox(Path(sys.argv[1]))\n"
+        "outbox.add(2, 1, 'T-1', 'note', {'text': 'hi'})\n"
+        "outbox.add(3, 1, 'T-2', 'note', {'text': 'there'})\n"
+        "print('written', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    writer = subprocess.Popen(
+        [sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == "written\n"
+        live = console_view(str(tmp_path))
+        assert (live.running, live.outbox_readable, live.messages) == (True, False, ())
+        writer.kill()
+        assert writer.wait(timeout=10) == -9
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+        writer.communicate()
+    assert (tmp_path / ".stateous" / "outbox.db-wal").exists()
+    view = console_view(str(tmp_path))
+    assert [(m.task, m.token) for m in view.messages] == [(2, "T-1"), (3, "T-2")]
+    assert (view.running, view.outbox_readable) == (False, True)
+    assert not [problem for problem in view.problems if "outbox" in problem]
+    reopened = Outbox(tmp_path)
+    assert [(m.task, m.token) for m in reopened.pending()] == [(2, "T-1"), (3, "T-2")]
     reopened.close()
