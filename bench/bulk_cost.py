@@ -17,14 +17,14 @@ import cProfile
 import json
 import pstats
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import common  # noqa: E402  # after the path is set
 
 from stateous.control.bulk_runner import BulkRunner  # noqa: E402
 from stateous.control.clock import SystemClock  # noqa: E402
@@ -35,22 +35,9 @@ from stateous.control.plane import Plane  # noqa: E402
 from stateous.control.store import migrate  # noqa: E402
 from stateous.control.store.db import Store, make_engine  # noqa: E402
 from stateous.model.graph import load_graph  # noqa: E402
-from tests.support.databases import postgres_database  # noqa: E402
 from tests.support.graphs import ORDERS, graph_text  # noqa: E402
 
 BY = {"actor": "bench", "reason": "a measured bulk cancel", "via": "api"}
-
-
-@contextmanager
-def database(kind: str) -> Iterator[str]:
-    """A new, empty database's URL: a SQLite file in a temporary folder, or a Postgres database
-    of the machine's server (dropped at the end)."""
-    if kind == "postgres":
-        with postgres_database() as url:
-            yield url
-        return
-    with tempfile.TemporaryDirectory() as folder:
-        yield f"sqlite:///{folder}/bulk.db"
 
 
 def prepare(url: str, tokens: int) -> Plane:
@@ -82,7 +69,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--sort", default="tottime")
     args = parser.parse_args()
-    with database(args.db) as url:
+    with common.fresh_folder() as folder, common.database(args.db, folder) as url:
         plane = prepare(url, args.tokens)
         runner = BulkRunner(plane)
         if args.profile:
