@@ -303,10 +303,10 @@ WIRE_COLUMNS = (
 
 def listing_columns(
     conn: Connection, status: str | None, parent: str | None, limit: int
-) -> list[tuple[Any, ...]]:
-    """The listing's tokens as tuples of WIRE_COLUMNS: no record is built for each of the
+) -> Sequence[Sequence[Any]]:
+    """The listing's tokens as rows of WIRE_COLUMNS: no record is built for each of the
     thousand rows a listing may answer."""
-    return [tuple(row) for row in conn.execute(listing_query(status, parent, limit))]
+    return conn.execute(listing_query(status, parent, limit)).all()
 
 
 def listing_query(status: str | None, parent: str | None, limit: int) -> Select[Any]:
