@@ -30,7 +30,8 @@ from stateous.control.engine.claim import claim_many
 from stateous.control.engine.memory import write_memory
 from stateous.control.engine.note import note
 from stateous.control.engine.report import report
-from stateous.control.engine.start import start
+from stateous.control.engine.start import Started, start
+from stateous.control.engine.start_many import Raced, StartArgs, start_many, starts_in_bulk
 from stateous.control.engine.views import token_wire
 from stateous.control.errors import DatabaseBusy, Refusal
 from stateous.control.plane import Plane, parts
@@ -295,8 +296,60 @@ async def start_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
         by_of(request, body)  # a malformed one refuses the whole batch, before any start
         items = [item if "by" in item else {**item, "by": body["by"]} for item in items]
     plane, actor = plane_of(request), actor_of(request)
+    if starts_in_bulk(plane.config.body(None)):
+        return answer({"answers": await starts_in_parts(plane, actor, items)})
     operations = [start_operation(plane, actor, item) for item in items]
     return answer({"answers": await run_in_order(plane, operations)})
+
+
+#: The starts one operation of `start_many` applies: a few milliseconds of a shared transaction.
+STARTS_MOST = 100
+
+
+async def starts_in_parts(
+    plane: Plane, actor: str | None, items: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The starts in parts of `STARTS_MOST`, each one operation of `start_many` queued after
+    the one before committed; the answers in order."""
+    answers: list[dict[str, Any]] = []
+    for first in range(0, len(items), STARTS_MOST):
+        answers.extend(await start_part(plane, actor, items[first : first + STARTS_MOST]))
+    return answers
+
+
+async def start_part(
+    plane: Plane, actor: str | None, items: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One part's starts as one operation; when a new row raced another call's (`Raced`), the
+    part is started again one operation per start, as `POST /tokens` would."""
+    args: list[StartArgs | Refusal] = []
+    for item in items:
+        try:
+            args.append(
+                StartArgs(item.get("token"), item.get("context"), bodies.by_arg(item, actor))
+            )
+        except Refusal as exc:
+            args.append(exc)
+    ready = [a for a in args if isinstance(a, StartArgs)]
+    clock, config = plane.clock, plane.config
+    [outcome] = await plane.run_many_async(
+        [("start", lambda conn: start_many(conn, clock, config, ready))]
+    )
+    if isinstance(outcome, Raced):
+        return await run_in_order(plane, [start_operation(plane, actor, item) for item in items])
+    if isinstance(outcome, Refusal):  # the shared transaction failed: none of them applied
+        outcome = [outcome] * len(ready)
+    elif isinstance(outcome, BaseException):
+        raise outcome  # a fault, answered as any route's (`500`)
+    ran = iter(outcome)
+    return [start_answer(a if isinstance(a, Refusal) else next(ran)) for a in args]
+
+
+def start_answer(outcome: Started | Refusal) -> dict[str, Any]:
+    """A start's answer in a batch: `201` new, `200` existing, or its refusal."""
+    if isinstance(outcome, Refusal):
+        return {"status": outcome.status, "body": envelope(outcome)}
+    return {"status": 201 if outcome.created else 200, "body": token_wire(outcome.token)}
 
 
 ROUTES = [send_messages, start_tokens, token_named_batch]

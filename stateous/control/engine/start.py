@@ -18,6 +18,7 @@ from stateous.control.engine.tx import EngineConfig, Tx
 from stateous.control.errors import invalid
 from stateous.control.store import queries as q
 from stateous.control.store.queries import TokenRecord
+from stateous.model.graph import TransitionSpec, WorkflowBody
 
 TOKEN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -36,6 +37,35 @@ def check_start_body(token: Any, context: Any) -> None:
         raise invalid("invalid_token_id", "'token' is the token's id: a string")
     if context is not None and not isinstance(context, dict):
         raise invalid("invalid_context", "'context' must be a JSON object, or null")
+
+
+def check_new_id(token_id: str, other: str | None) -> None:
+    """The checks of a new token's id: its form, and no token equal to it ignoring case
+    (`other`, the id of such a token, or None)."""
+    if not TOKEN_ID.fullmatch(token_id):
+        raise invalid(
+            "invalid_token_id",
+            "a token id is a letter or digit, then up to 127 letters, digits, '.', '_' or '-'",
+        )
+    if other is not None:
+        raise invalid(
+            "invalid_token_id",
+            f"a token {other!r} already exists; token ids are compared without regard to case",
+        )
+
+
+def starting(tx: Tx, body: WorkflowBody, context: Any) -> tuple[dict[str, Any], TransitionSpec]:
+    """The starting context (the model's defaults filled in) and the transition out of START,
+    or the `invalid_context` refusal."""
+    given = dict(context or {})
+    filled = tx.config.model(body.context).with_defaults(given) if body.context else given
+    errors = context_errors(tx, body, filled)
+    if errors is not None:
+        raise invalid("invalid_context", f"{body.name}: {errors}")
+    chosen = choose_start(body, filled)
+    if isinstance(chosen, str):
+        raise invalid("invalid_context", chosen)
+    return filled, chosen
 
 
 def start(
@@ -57,25 +87,9 @@ def start(
     existing, other = q.token_any_case(conn, token_id)
     if existing is not None:
         return Started(existing, created=False)
-    if not TOKEN_ID.fullmatch(token_id):
-        raise invalid(
-            "invalid_token_id",
-            "a token id is a letter or digit, then up to 127 letters, digits, '.', '_' or '-'",
-        )
-    if other is not None:
-        raise invalid(
-            "invalid_token_id",
-            f"a token {other!r} already exists; token ids are compared without regard to case",
-        )
+    check_new_id(token_id, other)
     body = config.body(None)
-    given = dict(context or {})
-    filled = config.model(body.context).with_defaults(given) if body.context else given
-    errors = context_errors(tx, body, filled)
-    if errors is not None:
-        raise invalid("invalid_context", f"{body.name}: {errors}")
-    chosen = choose_start(body, filled)
-    if isinstance(chosen, str):
-        raise invalid("invalid_context", chosen)
+    filled, chosen = starting(tx, body, context)
     target = body.states.get(chosen.target)
     if target is not None and target.is_parallel:
         from stateous.control.engine.children import children_problem

@@ -289,6 +289,49 @@ def insert_token(conn: Connection, record: TokenRecord) -> None:
     run(conn, _INSERT_TOKEN, record.__dict__)
 
 
+def tokens_folded_in(conn: Connection, lowered: Sequence[str]) -> dict[str, TokenRecord]:
+    """The tokens whose ids, in lower case, are among `lowered` (ASCII ids in lower case),
+    keyed by that: one read for a batch of starts."""
+    found: dict[str, TokenRecord] = {}
+    for first in range(0, len(lowered), _IN_MOST):
+        chunk = list(lowered[first : first + _IN_MOST])
+        for row in run(conn, _FOLDED_IN, {"lowered": chunk}):
+            record = TokenRecord.from_row(row)
+            found[record.token.lower()] = record
+    return found
+
+
+#: Ids bound in one `IN (...)`: far below any database's limit of bound parameters.
+_IN_MOST = 500
+_FOLDED_IN = select(tokens).where(
+    func.lower(tokens.c.token).in_(bindparam("lowered", expanding=True))
+)
+
+
+def insert_tokens(conn: Connection, records: Sequence[TokenRecord]) -> None:
+    """Insert new token rows, all in one statement."""
+    if records:
+        conn.execute(_INSERT_TOKEN, [record.__dict__ for record in records])
+
+
+def insert_first_tasks(
+    conn: Connection, firsts: Sequence[tuple[str, str]], now: datetime
+) -> dict[str, int]:
+    """Queue the first task (visit 1, attempt 0) of each new token of (token, state) in one
+    statement; answer the task's id by token."""
+    if not firsts:
+        return {}
+    rows = [
+        {"token": token, "state": state, "visit": 1, "status": "queued", "attempt": 0,
+         "queued_at": now}
+        for token, state in firsts
+    ]  # fmt: skip
+    return {token: task for token, task in conn.execute(_INSERT_FIRST_TASKS, rows)}
+
+
+_INSERT_FIRST_TASKS = insert(tasks).returning(tasks.c.token, tasks.c.id)
+
+
 def update_token(conn: Connection, token: str, **values: Any) -> None:
     """Change columns of one token."""
     run(conn, _UPDATE_TOKEN, {"token_id": token, **values})

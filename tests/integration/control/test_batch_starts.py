@@ -145,3 +145,31 @@ def test_a_token_named_batch_is_still_read_at_its_path(http: httpx.Client) -> No
     assert started["status"] == 201
     assert http.get("/tokens/batch").json() == started["body"]
     assert http.put("/tokens/batch").status_code == 405
+
+
+def test_a_part_the_database_refuses_is_started_again_one_by_one(
+    api: RunningApi, http: httpx.Client
+) -> None:
+    # A ledger row without its token: the first seq of `R-2` is taken, so the part's shared
+    # insert fails (`Raced`) and its starts run again one by one, as `POST /tokens` would.
+    with api.plane.store.engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO ledger (token, seq, at, kind, key, data) "
+                "VALUES ('R-2', 1, '2026-10-16 20:48:40', 'note', NULL, '{}')"
+            )
+        )
+    items = [{"token": f"R-{n}", "context": {"title": str(n)}} for n in range(1, 4)]
+    answers = starts(http, items).json()["answers"]
+    assert [(a["status"], a["body"].get("code")) for a in answers] == [
+        (201, None),
+        (422, "invalid_token_id"),
+        (201, None),
+    ]
+    assert answers[1]["body"]["error"] == (
+        "a token id differs only in case from one that another call made at the same time; "
+        "token ids are compared without regard to case"
+    )
+    assert token_count(api) == 2
+    kinds = [e["kind"] for e in http.get("/tokens/R-3/history").json()]
+    assert kinds == ["started", "event_accepted", "entered", "task_queued"]
