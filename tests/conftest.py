@@ -17,6 +17,7 @@ from tests.support import (
     serve_process,
     sqlite_url,
 )
+from tests.support.migrated import migrated
 
 #: The files that take longest (seconds of one worker, on a loaded 2-core machine), longest
 #: first. `make pytest` hands the files out in the order of the collection (`--dist loadfile
@@ -64,6 +65,13 @@ def db_url(backend: str, tmp_path: Path) -> Iterator[str]:
         return
     with postgres_database() as url:
         yield url
+
+
+@pytest.fixture
+def migrated_db_url(db_url: str) -> str:
+    """`db_url`'s database at the newest revision (a copy of this worker's migrated template)."""
+    migrated(db_url)
+    return db_url
 
 
 @pytest.fixture

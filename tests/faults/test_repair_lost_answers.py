@@ -19,8 +19,8 @@ from tests.support.graphs import SDLC
 
 
 @pytest.fixture
-def api(db_url: str) -> Iterator[RunningApi]:
-    with running_api(db_url, SDLC) as running:
+def api(migrated_db_url: str) -> Iterator[RunningApi]:
+    with running_api(migrated_db_url, SDLC, migrate_first=False) as running:
         yield running
 
 

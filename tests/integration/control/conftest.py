@@ -12,16 +12,16 @@ from tests.support.graphs import ORDERS, SDLC
 
 
 @pytest.fixture
-def api(db_url: str) -> Iterator[RunningApi]:
+def api(migrated_db_url: str) -> Iterator[RunningApi]:
     """The orders starter served over a real socket."""
-    with running_api(db_url, ORDERS) as running:
+    with running_api(migrated_db_url, ORDERS, migrate_first=False) as running:
         yield running
 
 
 @pytest.fixture
-def sdlc_api(db_url: str) -> Iterator[RunningApi]:
+def sdlc_api(migrated_db_url: str) -> Iterator[RunningApi]:
     """The sdlc workflow served over a real socket."""
-    with running_api(db_url, SDLC) as running:
+    with running_api(migrated_db_url, SDLC, migrate_first=False) as running:
         yield running
 
 

@@ -25,9 +25,12 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def served(db_url: str, clock: FakeClock) -> Iterator[RunningApi]:
+def served(migrated_db_url: str, clock: FakeClock) -> Iterator[RunningApi]:
     """The orders starter on a fake clock, with O-1 … O-3 claimed by BOX (tasks 1 … 3)."""
-    with running_api(db_url, ORDERS, clock) as running, httpx.Client(base_url=running.url) as http:
+    with (
+        running_api(migrated_db_url, ORDERS, clock, migrate_first=False) as running,
+        httpx.Client(base_url=running.url) as http,
+    ):
         for number in (1, 2, 3):
             http.post("/tokens", json={"token": f"O-{number}", "context": {"title": "t"}})
         claimed = http.post("/tasks/claim", json={"supervisor": BOX, "states": ["draft"], "max": 3})

@@ -35,11 +35,11 @@ DONE = {"status": 204, "body": None}
 
 
 @pytest.fixture
-def served(db_url: str) -> Iterator[RunningApi]:
+def served(migrated_db_url: str) -> Iterator[RunningApi]:
     """The orders starter, O-1 and O-2 claimed by BOX (tasks 1 and 2); O-1 has memory `k`.
     A lock is waited for 1 second at most."""
     with (
-        running_api(db_url, ORDERS, FakeClock(), busy=1.0) as running,
+        running_api(migrated_db_url, ORDERS, FakeClock(), busy=1.0, migrate_first=False) as running,
         httpx.Client(base_url=running.url, timeout=30) as http,
     ):
         for number in (1, 2):

@@ -26,8 +26,8 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def api(db_url: str, clock: FakeClock) -> Iterator[RunningApi]:
-    with running_api(db_url, ORDERS, clock) as running:
+def api(migrated_db_url: str, clock: FakeClock) -> Iterator[RunningApi]:
+    with running_api(migrated_db_url, ORDERS, clock, migrate_first=False) as running:
         yield running
 
 

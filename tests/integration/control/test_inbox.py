@@ -33,10 +33,10 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def http(db_url: str, clock: FakeClock) -> Iterator[httpx.Client]:
+def http(migrated_db_url: str, clock: FakeClock) -> Iterator[httpx.Client]:
     """A client of the sdlc app on a fake clock."""
     with (
-        running_api(db_url, SDLC, clock) as running,
+        running_api(migrated_db_url, SDLC, clock, migrate_first=False) as running,
         httpx.Client(base_url=running.url, timeout=30) as client,
     ):
         yield client

@@ -35,9 +35,9 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def fake_api(db_url: str, clock: FakeClock) -> Iterator[RunningApi]:
+def fake_api(migrated_db_url: str, clock: FakeClock) -> Iterator[RunningApi]:
     """The orders app on a fake clock."""
-    with running_api(db_url, ORDERS, clock) as running:
+    with running_api(migrated_db_url, ORDERS, clock, migrate_first=False) as running:
         yield running
 
 

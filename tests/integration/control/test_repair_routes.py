@@ -16,8 +16,8 @@ BY = {"actor": "alice", "reason": "the vendor is back", "via": "api"}
 
 
 @pytest.fixture
-def api(db_url: str) -> Iterator[RunningApi]:
-    with running_api(db_url, SDLC, FakeClock()) as running:
+def api(migrated_db_url: str) -> Iterator[RunningApi]:
+    with running_api(migrated_db_url, SDLC, FakeClock(), migrate_first=False) as running:
         yield running
 
 

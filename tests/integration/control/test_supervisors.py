@@ -41,10 +41,10 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def http(db_url: str, clock: FakeClock) -> Iterator[httpx.Client]:
+def http(migrated_db_url: str, clock: FakeClock) -> Iterator[httpx.Client]:
     """A client of the orders app on a fake clock."""
     with (
-        running_api(db_url, ORDERS, clock) as running,
+        running_api(migrated_db_url, ORDERS, clock, migrate_first=False) as running,
         httpx.Client(base_url=running.url, timeout=30) as client,
     ):
         yield client

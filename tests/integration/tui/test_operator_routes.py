@@ -22,9 +22,9 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def dev(db_url: str, clock: FakeClock) -> Iterator[RunningApi]:
+def dev(migrated_db_url: str, clock: FakeClock) -> Iterator[RunningApi]:
     """The parallel example `dev` (spec 10 §9.3) served with a fake clock."""
-    with running_api(db_url, DEV, clock) as running:
+    with running_api(migrated_db_url, DEV, clock, migrate_first=False) as running:
         yield running
 
 

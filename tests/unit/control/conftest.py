@@ -8,18 +8,15 @@ import pytest
 
 from stateous.control.clock import FakeClock
 from stateous.control.engine.tx import EngineConfig
-from stateous.control.store import migrate
 from stateous.control.store.db import Store, make_engine
 from stateous.model.graph import load_graph
 from tests.support.graphs import ORDERS, SDLC, graph_text
 
 
 @pytest.fixture
-def store(db_url: str) -> Iterator[Store]:
+def store(migrated_db_url: str) -> Iterator[Store]:
     """A store whose schema is at the newest revision."""
-    store = Store(make_engine(db_url))
-    with store.begin() as conn:
-        migrate.upgrade(conn)
+    store = Store(make_engine(migrated_db_url))
     yield store
     store.engine.dispose()
 

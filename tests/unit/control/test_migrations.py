@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 import warnings
+from contextlib import closing
+from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -15,6 +19,8 @@ from stateous.control.errors import StoreError
 from stateous.control.store import migrate
 from stateous.control.store.db import Store, make_engine
 from stateous.control.store.tables import metadata
+from tests.support import postgres_database, sqlite_url
+from tests.support.migrated import dump_sql, migrate_now
 
 
 def test_the_known_revisions_are_alembics() -> None:
@@ -134,3 +140,31 @@ def test_a_missing_and_a_foreign_table_are_refused(db_url: str) -> None:
         migrate.upgrade(conn)
     assert caught.value.message == "this database has no memory table; start a new database"
     store.engine.dispose()
+
+
+def test_a_copy_of_the_tests_template_is_a_migrated_database(
+    backend: str, migrated_db_url: str, tmp_path: Path
+) -> None:
+    # The suite's stores are copies of one migrated template per worker (tests/support/migrated):
+    # a copy holds exactly what a migration makes, or every such test would test something else.
+    if backend == "sqlite":
+        fresh = sqlite_url(tmp_path, "fresh.db")
+        migrate_now(fresh)
+        assert sqlite_dump(migrated_db_url) == sqlite_dump(fresh)
+        return
+    dump = shutil.which("pg_dump")
+    if dump is None:
+        pytest.skip("pg_dump is not on this machine: the suite migrates each database")
+    with postgres_database() as fresh:
+        migrate_now(fresh)
+        assert dump_sql(dump, name_of(migrated_db_url)) == dump_sql(dump, name_of(fresh))
+
+
+def name_of(url: str) -> str:
+    return url.rsplit("/", 1)[1]
+
+
+def sqlite_dump(url: str) -> list[str]:
+    """The SQL text of a SQLite file's schema and rows (`iterdump`)."""
+    with closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as conn:
+        return list(conn.iterdump())
