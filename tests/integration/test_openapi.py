@@ -3,6 +3,7 @@ against a live `serve`: no 500 answer, and every answer matching the documented 
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -41,6 +42,10 @@ BODIES = {
     "/tokens/{token_id}/retry": "RetryBody", "/tokens/{token_id}/move": "MoveBody",
     "/bulk": "BulkBody", "/tokens/{token_id}/cancel": "SteerBody",
 }  # fmt: skip
+#: Seconds of random bodies (schemathesis's fuzzing phase; about 90 cases a second here). The
+#: coverage phase before it tries every field's boundary and invalid values whatever this is;
+#: `STATEOUS_FUZZ_SECONDS=120` fuzzes longer (each second costs about a second of CPU).
+FUZZ_SECONDS = int(os.environ.get("STATEOUS_FUZZ_SECONDS", "12"))
 CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
 
 
@@ -115,7 +120,7 @@ def test_schemathesis_finds_no_500_and_no_shape_mismatch(served: ServeProcess) -
     assert "35 passed" in covered.stdout
     # Random bodies too; a claim may long-poll up to 60 s, so claims stay in the coverage phase.
     fuzzed = schemathesis(
-        served.url, "--phases", "fuzzing", "--max-examples", "15", "--max-time", "40",
+        served.url, "--phases", "fuzzing", "--max-examples", "15", "--max-time", str(FUZZ_SECONDS),
         "--exclude-path", "/tasks/claim",
     )  # fmt: skip
     assert fuzzed.returncode == 0, fuzzed.stdout[-4000:]
