@@ -75,6 +75,7 @@ def running_api(
     try:
         yield RunningApi(f"http://127.0.0.1:{port}", plane)
     finally:
+        plane.wakeups.close()  # as `serve` stops: waiting claims answer now, not at their `wait`
         server.should_exit = True
         thread.join(timeout=10)
         store.engine.dispose()
