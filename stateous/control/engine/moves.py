@@ -53,36 +53,45 @@ def create_token(
     parent: str | None = None,
 ) -> TokenRecord:
     """Start steps 3-6 (spec 30 §3.1): `started`, the row at START, `__started__`, the entry."""
-    tx.new_tokens.add(token_id)
-    started: dict[str, Any] = {"context": context}
-    if parent is not None:
-        started["parent"] = parent
-    tx.write(token_id, "started", started)
+    write_started(tx, token_id, context, parent)
     token = TokenRecord(
         token=token_id, state=START, status="active", visit=0, context=context,
         entered_at=tx.now, parent=parent, workflow=body.name if parent is not None else None,
     )  # fmt: skip
-    tx.write(token_id, "event_accepted", {"event": STARTED, "payload": None, "state": START})
     target = body.states.get(transition.target)
     if target is not None and not target.is_parallel:
         # The common start: the row is inserted once, already in its first state.
         token = replace(token, state=target.name, visit=1)
         q.insert_token(tx.conn, token)
-        return _enter_new(tx, token, target.name, target.timeout_seconds)
+        task = q.insert_task(tx.conn, token.token, target.name, 1, tx.now)
+        write_first_entry(tx, token, task, target.timeout_seconds)
+        return token
     q.insert_token(tx.conn, token)
     if transition.target == END:
         return end_token(tx, token, "completed", {})
     return enter(tx, body, token, transition.target)
 
 
-def _enter_new(tx: Tx, token: TokenRecord, state: str, timeout: int | None) -> TokenRecord:
-    """Enter the first state of a new token (visit 1), whose row already holds it."""
-    tx.write(token.token, "entered", {"state": state, "visit": 1})
-    task = q.insert_task(tx.conn, token.token, state, 1, tx.now)
-    tx.write(token.token, "task_queued", {"task": task, "state": state})
+def write_started(
+    tx: Tx, token_id: str, context: dict[str, Any], parent: str | None = None
+) -> None:
+    """A new token's first rows: `started` (with its parent, for a child) and the event
+    `__started__` accepted at START."""
+    tx.new_tokens.add(token_id)
+    started: dict[str, Any] = {"context": context}
+    if parent is not None:
+        started["parent"] = parent
+    tx.write(token_id, "started", started)
+    tx.write(token_id, "event_accepted", {"event": STARTED, "payload": None, "state": START})
+
+
+def write_first_entry(tx: Tx, token: TokenRecord, task: int, timeout: int | None) -> None:
+    """The entry of a new token into its first state (visit 1), whose row already holds it and
+    whose task `task` is queued: `entered`, `task_queued`, and the state's timeout."""
+    tx.write(token.token, "entered", {"state": token.state, "visit": 1})
+    tx.write(token.token, "task_queued", {"task": task, "state": token.state})
     if timeout is not None:
         set_timer(tx, token, "timeout", None, timeout, "timeout")
-    return token
 
 
 def set_timer(

@@ -22,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 
 from stateous.control.clock import Clock
 from stateous.control.engine.audit import acting
-from stateous.control.engine.moves import set_timer
+from stateous.control.engine.moves import write_first_entry, write_started
 from stateous.control.engine.start import Started, check_new_id, check_start_body, starting
 from stateous.control.engine.tx import EngineConfig, Tx
 from stateous.control.errors import Refusal
@@ -116,17 +116,12 @@ def _one(
 
 
 def _insert(tx: Tx, body: WorkflowBody, made: Sequence[tuple[TokenRecord, StartArgs]]) -> None:
-    """The rows of the new tokens: `create_token`'s, a statement for each kind."""
+    """The rows of the new tokens, `create_token`'s (`write_started`, `write_first_entry`),
+    a statement for each kind."""
     q.insert_tokens(tx.conn, [token for token, _ in made])
     tasks = q.insert_first_tasks(tx.conn, [(token.token, token.state) for token, _ in made], tx.now)
     for token, args in made:
-        tx.new_tokens.add(token.token)
         acting(tx, token.token, frozenset({"started"}), args.by)
-        tx.write(token.token, "started", {"context": token.context})
-        tx.write(token.token, "event_accepted", {"event": STARTED, "payload": None, "state": START})
-        tx.write(token.token, "entered", {"state": token.state, "visit": 1})
-        tx.write(token.token, "task_queued", {"task": tasks[token.token], "state": token.state})
-        timeout = body.states[token.state].timeout_seconds
-        if timeout is not None:
-            set_timer(tx, token, "timeout", None, timeout, "timeout")
+        write_started(tx, token.token, token.context)
+        write_first_entry(tx, token, tasks[token.token], body.states[token.state].timeout_seconds)
     tx.flush()
