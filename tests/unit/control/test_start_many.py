@@ -5,6 +5,7 @@ existing, case-folded, repeated and refused starts alike; and a race refuses the
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,11 @@ from stateous.control.engine.start import Started, start
 from stateous.control.engine.start_many import Raced, StartArgs, start_many, starts_in_bulk
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import Refusal
-from stateous.control.store import migrate
 from stateous.control.store.db import Store, make_engine
 from stateous.model.graph import load_graph
 from tests.support import postgres_database, sqlite_url
 from tests.support.graphs import SDLC, graph_text, variant
+from tests.support.migrated import migrated
 from tests.support.rows import table_rows
 
 BY = {"actor": "ops@example.com", "via": "api", "reason": "backfill"}
@@ -48,20 +49,16 @@ TABLES = ["tokens", "tasks", "timers", "ledger", "audit"]
 @pytest.fixture
 def twin(backend: str, tmp_path: Path) -> Iterator[Store]:
     """A second migrated store on the same backend as `store`."""
-    if backend == "sqlite":
-        url = sqlite_url(tmp_path, "twin.db")
-        yield from _migrated(url)
-        return
-    with postgres_database() as url:
-        yield from _migrated(url)
-
-
-def _migrated(url: str) -> Iterator[Store]:
-    store = Store(make_engine(url))
-    with store.begin() as conn:
-        migrate.upgrade(conn)
-    yield store
-    store.engine.dispose()
+    with ExitStack() as stack:
+        url = (
+            sqlite_url(tmp_path, "twin.db")
+            if backend == "sqlite"
+            else stack.enter_context(postgres_database())
+        )
+        migrated(url)
+        store = Store(make_engine(url))
+        yield store
+        store.engine.dispose()
 
 
 def outcome_of(outcome: Started | Refusal) -> tuple[Any, ...]:
