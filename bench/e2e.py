@@ -16,8 +16,12 @@ and N-1 `serve --replica`; the starts are spread across them, each supervisor ge
 (each in another order, so their claims spread too), and the CPU per token is reported for each
 process (`serve_cpu_ms_per_token_each`, the holder first) and in total (`serve_cpu_ms_per_token`).
 
+The starts come from bench/loadgen.py (`--client raw`, a few tens of microseconds of CPU a
+start, reported as `client_cpu_ms_per_token`); `--client httpx` starts them through httpx, as
+rounds 1-7 did, whose 0.7 ms a start shared the two cores with the processes measured.
+
 Usage: `python bench/e2e.py [--tokens N] [--db sqlite|postgres] [--supervisors N] [--observer]
-[--replicas N]`.
+[--replicas N] [--client raw|httpx]`.
 """
 
 from __future__ import annotations
@@ -78,12 +82,17 @@ class Observer:
         }
 
 
-def measure(url: str | list[str], db_url: str, tokens: int, prefix: str) -> dict[str, Any]:
-    """Start `tokens` tokens, wait for them all; answer throughput and latencies."""
+def measure(
+    url: str | list[str], db_url: str, tokens: int, prefix: str, client: str = "raw"
+) -> dict[str, Any]:
+    """Start `tokens` tokens, wait for them all; answer throughput and latencies, and the
+    load generator's CPU per start."""
     engine = common.reader(db_url)
     try:
         ids = [f"{prefix}-{n}" for n in range(tokens)]
-        common.start_tokens(url, ids)
+        began = time.process_time()
+        common.start_tokens(url, ids, client=client)
+        starting = time.process_time() - began
         common.wait_completed(engine, prefix + "-", tokens)
         spans = common.spans(engine, prefix + "-")
     finally:
@@ -98,6 +107,7 @@ def measure(url: str | list[str], db_url: str, tokens: int, prefix: str) -> dict
         "tokens_per_second": round(tokens / seconds, 1),
         "p50_ms": round(common.percentile(latencies, 0.50), 1),
         "p95_ms": round(common.percentile(latencies, 0.95), 1),
+        "client_cpu_ms_per_token": round(starting * 1000 / tokens, 3),
     }
 
 
@@ -136,6 +146,7 @@ def run(
     tasks: int,
     observe: bool = False,
     replicas: int = 1,
+    client: str = "raw",
 ) -> dict[str, Any]:
     """Serve (a holder, and `replicas - 1` replicas), supervise, warm up, measure; everything
     stopped at the end."""
@@ -150,12 +161,12 @@ def run(
             first = n % len(urls)
             order = urls[first:] + urls[:first]
             running.append(common.start_supervise(sup, ", ".join(order), tasks))
-        measure(urls, db_url, 50, "warm")
+        measure(urls, db_url, 50, "warm", client)
         return measure_cost(
             serves,
             running[len(serves) :],
             observe,
-            lambda: measure(urls, db_url, tokens, "bench"),
+            lambda: measure(urls, db_url, tokens, "bench", client),
         )
     finally:
         for process in reversed(running):
@@ -178,6 +189,12 @@ def main() -> None:
         default=1,
         help="control plane processes on the one Postgres database (1 holder + N-1 replicas)",
     )
+    parser.add_argument(
+        "--client",
+        choices=common.CLIENTS,
+        default="raw",
+        help="the load generator of the starts (bench/loadgen.py, or httpx)",
+    )
     args = parser.parse_args()
     if args.replicas < 1 or (args.replicas > 1 and args.db != "postgres"):
         parser.error("--replicas N needs N >= 1, and --db postgres for N > 1")
@@ -190,6 +207,7 @@ def main() -> None:
             args.tasks,
             args.observer,
             args.replicas,
+            args.client,
         )
     common.emit(
         {
@@ -199,6 +217,7 @@ def main() -> None:
             "tasks": args.tasks,
             "observer": args.observer,
             "processes": args.replicas,
+            "client": args.client,
             **figures,
         }
     )

@@ -7,8 +7,10 @@ more with `POST /tokens/batch` in batches of `--batch-size` over one connection 
 and prints one JSON line (`batch_starts_per_second` null against a control plane without the
 route). Each step also reports the CPU milliseconds per start of `serve` (from `/proc`) and
 of this load generator (`*_serve_cpu_ms`, `*_client_cpu_ms`).
+The concurrent starts come from bench/loadgen.py (`--client raw`); `--client httpx` sends them
+through httpx, a thread and a client per connection, as rounds 1-7 did.
 Usage: `python bench/start_rate.py [--tokens N] [--batch-tokens N] [--batch-size N]
-[--db sqlite|postgres] [--url URL]`.
+[--db sqlite|postgres] [--url URL] [--client raw|httpx]`.
 """
 
 from __future__ import annotations
@@ -86,7 +88,13 @@ class Cost:
 
 
 def measure(
-    url: str, count: int, prefix: str, batch_count: int, batch_size: int, pid: int | None = None
+    url: str,
+    count: int,
+    prefix: str,
+    batch_count: int,
+    batch_size: int,
+    pid: int | None = None,
+    client: str = "raw",
 ) -> dict[str, float | None]:
     """Every figure against one control plane; with `pid` (serve's), its CPU per start too."""
     cost = Cost(pid)
@@ -94,7 +102,9 @@ def measure(
     conc, conc_cpu = cost.measured(
         "concurrent",
         count,
-        lambda: common.start_tokens(url, [f"{prefix}C-{n}" for n in range(count)], concurrency=8),
+        lambda: common.start_tokens(
+            url, [f"{prefix}C-{n}" for n in range(count)], concurrency=8, client=client
+        ),
     )
     figures: dict[str, float | None] = {
         "sequential_seconds": round(seq, 3),
@@ -135,10 +145,21 @@ def main() -> None:
     parser.add_argument(
         "--url", default=None, help="an already running serve (its database is used as is)"
     )
+    parser.add_argument(
+        "--client",
+        choices=common.CLIENTS,
+        default="raw",
+        help="the load generator of the concurrent starts (bench/loadgen.py, or httpx)",
+    )
     args = parser.parse_args()
     if args.url:
         figures = measure(
-            args.url, args.tokens, f"B{int(time.time())}", args.batch_tokens, args.batch_size
+            args.url,
+            args.tokens,
+            f"B{int(time.time())}",
+            args.batch_tokens,
+            args.batch_size,
+            client=args.client,
         )
     else:
         with common.fresh_folder() as folder, common.database(args.db, folder) as db_url:
@@ -152,8 +173,17 @@ def main() -> None:
                     args.batch_tokens,
                     args.batch_size,
                     serve.popen.pid,
+                    args.client,
                 )
-    common.emit({"bench": "start_rate", "database": args.db, "tokens": args.tokens, **figures})
+    common.emit(
+        {
+            "bench": "start_rate",
+            "database": args.db,
+            "tokens": args.tokens,
+            "client": args.client,
+            **figures,
+        }
+    )
 
 
 if __name__ == "__main__":
