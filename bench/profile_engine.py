@@ -1,9 +1,11 @@
 """The engine's own cost, in-process: CPU milliseconds per call of `start`, `claim` and `report`
-for 2-state `orders` tokens on a SQLite file, each call its own transaction (with its commit),
+for 2-state `orders` tokens on a SQLite file (or, `--db postgres`, a new Postgres database),
+each call its own transaction (with its commit),
 driven through the engine functions the API calls. Prints one JSON line; `--profile` prints
 cProfile's table instead (sorted by `--sort`, `tottime` by default).
 
-Usage: `python bench/profile_engine.py [--tokens 300] [--profile] [--sort cumulative]`.
+Usage: `python bench/profile_engine.py [--tokens 300] [--db sqlite|postgres] [--profile]
+[--sort cumulative]`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
+import common  # noqa: E402
 from sqlalchemy import Connection  # noqa: E402
 
 from stateous.control.clock import SystemClock  # noqa: E402
@@ -86,9 +90,13 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=300)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--sort", default="tottime")
+    parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
-        store = Store(make_engine(f"sqlite:///{folder}/profile.db"))
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        common.database(args.db, Path(folder)) as db_url,
+    ):
+        store = Store(make_engine(db_url))
         with store.begin() as conn:
             migrate.upgrade(conn)
         loop = Loop(store, EngineConfig(load_graph(graph_text(ORDERS))))
@@ -103,7 +111,16 @@ def main() -> None:
             calls = {"start": args.tokens, "claim": 2 * args.tokens, "report": 2 * args.tokens}
             figures = {f"{k}_cpu_ms": round(v / calls[k] * 1000, 3) for k, v in loop.cpu.items()}
             total = round(sum(loop.cpu.values()) / args.tokens * 1000, 3)
-            print(json.dumps({"bench": "profile_engine", **figures, "token_cpu_ms": total}))
+            print(
+                json.dumps(
+                    {
+                        "bench": "profile_engine",
+                        "database": args.db,
+                        **figures,
+                        "token_cpu_ms": total,
+                    }
+                )
+            )
         store.engine.dispose()
 
 
