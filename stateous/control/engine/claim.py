@@ -11,6 +11,7 @@ from stateous.control.clock import Clock
 from stateous.control.engine.tx import EngineConfig, Tx
 from stateous.control.engine.views import grant
 from stateous.control.store import queries as q
+from stateous.control.store.db import family_key
 from stateous.control.store.queries import TaskRecord, TokenRecord
 from stateous.model.wire import GrantWire
 
@@ -139,51 +140,84 @@ def _renewed(tx: Tx, supervisor: str, task_id: int, attempt: int) -> GrantWire |
 
 
 def _new_claims(tx: Tx, supervisor: str, states: Sequence[str], most: int) -> list[Taken]:
-    """Take up to `most` of the oldest claimable queued tasks of the served states."""
+    """Take up to `most` of the oldest claimable queued tasks of the served states.
+
+    The candidates are locked, read again and claimed a few statements at a time, not three
+    per task: their families' locks in one statement, then one read of those locked, then one
+    update of those still queued with their tokens active. When some were not (changed before
+    their lock was taken), the next candidates are tried the same way.
+    """
     pairs = served_pairs(states)
     if not pairs:
         return []
     # SQLite's one writer always gets the first candidates; Postgres may find families busy.
     limit = CANDIDATES + most - 1 if tx.locks else most
+    rest = _with_tops(tx, q.queued_candidates(tx.conn, pairs, limit))
     taken: list[Taken] = []
-    for task, parent in q.queued_candidates(tx.conn, pairs, limit):
-        if tx.locks:
-            top = task.token if parent is None else _top(tx, task.token)
-            if not tx.try_lock_id(top):
-                continue
-        claimed = _take(tx, supervisor, task.id)
-        if claimed is not None:
-            taken.append(claimed)
-            if len(taken) == most:
-                break
+    while rest and len(taken) < most:
+        locked, rest = _lock_families(tx, rest, most - len(taken))
+        taken.extend(_take(tx, supervisor, [task.id for task, _ in locked]))
     return taken
 
 
-def _take(tx: Tx, supervisor: str, task_id: int) -> Taken | None:
-    """Claim one candidate if it is still queued and its token active (read again)."""
-    # With the token's last seq, so its `task_claimed` row needs no read of its own, and what
+# A candidate task and the id of its family's top token (whose lock it takes).
+Candidate = tuple[TaskRecord, str]
+
+
+def _with_tops(tx: Tx, found: Sequence[tuple[TaskRecord, str | None]]) -> list[Candidate]:
+    """Each candidate with its top token's id (Postgres; a child's top is read). SQLite takes
+    no lock: the token's own id stands in."""
+    if not tx.locks:
+        return [(task, task.token) for task, _ in found]
+    return [
+        (task, task.token if parent is None else _top(tx, task.token)) for task, parent in found
+    ]
+
+
+def _lock_families(
+    tx: Tx, candidates: Sequence[Candidate], want: int
+) -> tuple[list[Candidate], list[Candidate]]:
+    """The first `want` candidates whose family lock could be taken without waiting, in order,
+    and the candidates not tried yet. SQLite (one writer): the first `want`."""
+    if not tx.locks:
+        return list(candidates[:want]), list(candidates[want:])
+    keys = [family_key(top) for _, top in candidates]
+    positions = q.try_lock_keys(tx.conn, keys, want)
+    tried = positions[-1] + 1 if len(positions) == want else len(candidates)
+    return [candidates[n] for n in positions], list(candidates[tried:])
+
+
+def _take(tx: Tx, supervisor: str, task_ids: Sequence[int]) -> list[Taken]:
+    """Claim the candidates still queued with their tokens active (read again, after their
+    locks), in the candidates' order."""
+    if not task_ids:
+        return []
+    # With each token's last seq, so its `task_claimed` row needs no read of its own, and what
     # its grant needs of the ledger and memory.
-    found = q.task_to_claim(tx.conn, task_id)
-    if found is None:
-        return None
-    fresh, token, seq = found.task, found.token, found.seq
-    if fresh.status != "queued" or token.status != "active":
-        return None
-    tx.know_seq(token.token, seq)
+    found = q.tasks_to_claim(tx.conn, task_ids)
+    ready = [
+        found[task_id]
+        for task_id in task_ids
+        if task_id in found
+        and found[task_id].task.status == "queued"
+        and found[task_id].token.status == "active"
+    ]
+    if not ready:
+        return []
     until = tx.now + tx.config.lease
-    attempt = fresh.attempt + 1
-    q.update_task(
-        tx.conn,
-        task_id,
-        status="claimed",
-        claimed_by=supervisor,
-        attempt=attempt,
-        lease_until=until,
-    )
-    claimed = replace(
-        fresh, status="claimed", claimed_by=supervisor, attempt=attempt, lease_until=until
-    )
-    return claimed, token, (found.entered_by, found.has_memory)
+    q.claim_tasks(tx.conn, [one.task.id for one in ready], supervisor, until)
+    taken: list[Taken] = []
+    for one in ready:
+        tx.know_seq(one.token.token, one.seq)
+        claimed = replace(
+            one.task,
+            status="claimed",
+            claimed_by=supervisor,
+            attempt=one.task.attempt + 1,
+            lease_until=until,
+        )
+        taken.append((claimed, one.token, (one.entered_by, one.has_memory)))
+    return taken
 
 
 def _top(tx: Tx, token_id: str) -> str:

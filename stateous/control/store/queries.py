@@ -12,6 +12,7 @@ from sqlalchemy import (
     Boolean,
     Connection,
     Select,
+    Table,
     and_,
     bindparam,
     case,
@@ -136,7 +137,6 @@ _GET_TOKEN = select(tokens).where(tokens.c.token == bindparam("t"))
 _ANY_CASE = select(tokens).where(func.lower(tokens.c.token) == func.lower(bindparam("t"))).limit(2)
 _INSERT_TOKEN = insert(tokens)
 _LAST_SEQ = select(func.max(ledger.c.seq)).where(ledger.c.token == bindparam("t"))
-_INSERT_LEDGER = insert(ledger)
 _INSERT_TASK = insert(tasks).returning(tasks.c.id)
 # A task of the token's next visit of a state, in one statement: the visit is the highest of
 # its tasks of that state plus 1 (an aggregate answers one row, NULL when there is none).
@@ -169,21 +169,23 @@ _KEY_USED = select(ledger.c.seq).where(
 _GET_TASK = select(tasks).where(tasks.c.id == bindparam("id"))
 # The token's columns are labelled `token_<name>`: a task has columns of the same names.
 _TOKEN_PREFIX = "token_"
-_TASK_AND_TOKEN = (
-    select(tasks, *(c.label(_TOKEN_PREFIX + c.name) for c in tokens.columns))
-    .join(tokens, tokens.c.token == tasks.c.token)
-    .where(tasks.c.id == bindparam("id"))
+_TASK_JOIN_TOKEN = select(tasks, *(c.label(_TOKEN_PREFIX + c.name) for c in tokens.columns)).join(
+    tokens, tokens.c.token == tasks.c.token
 )
-# The same, with the highest seq of the token's ledger, which its next row follows.
-_TASK_TOKEN_SEQ = _TASK_AND_TOKEN.add_columns(
+_TASK_AND_TOKEN = _TASK_JOIN_TOKEN.where(tasks.c.id == bindparam("id"))
+# The highest seq of the task's token's ledger, which its next row follows.
+_LAST_SEQ_COLUMN = (
     select(func.max(ledger.c.seq))
     .where(ledger.c.token == tasks.c.token)
     .scalar_subquery()
     .label("ledger_last_seq")
 )
-# A claim's read of a candidate: the same, with what its grant needs of the ledger and memory
-# (the event that entered the state, whether the state has memory), so the grant reads nothing.
-_TASK_TO_CLAIM = _TASK_TOKEN_SEQ.add_columns(
+_TASK_TOKEN_SEQ = _TASK_AND_TOKEN.add_columns(_LAST_SEQ_COLUMN)
+# A claim's read of its candidates: each with its token, the token's last seq and what its
+# grant needs of the ledger and memory (the event that entered the state, whether the state
+# has memory), so neither the `task_claimed` row nor the grant reads anything more.
+_TASKS_TO_CLAIM = _TASK_JOIN_TOKEN.add_columns(
+    _LAST_SEQ_COLUMN,
     select(ledger.c.data)
     .where(ledger.c.token == tasks.c.token, ledger.c.kind == "event_accepted")
     .order_by(ledger.c.seq.desc())
@@ -194,6 +196,24 @@ _TASK_TO_CLAIM = _TASK_TOKEN_SEQ.add_columns(
     .where(memory.c.token == tasks.c.token, memory.c.state == tasks.c.state)
     .exists()
     .label("has_memory"),
+).where(tasks.c.id.in_(bindparam("ids", expanding=True)))
+# Claiming read candidates, all in one statement: each attempt one more than the one read
+# under the family lock (SQLite: by the one writer), the same lease and supervisor for all.
+_CLAIM_TASKS = (
+    update(tasks)
+    .where(tasks.c.id.in_(bindparam("ids", expanding=True)))
+    .values(
+        status="claimed",
+        claimed_by=bindparam("sup", type_=tasks.c.claimed_by.type),
+        attempt=tasks.c.attempt + 1,
+        lease_until=bindparam("until", type_=tasks.c.lease_until.type),
+    )
+)
+# Postgres: try the family locks of `keys` in their order until `most` are taken (the LIMIT
+# stops the scan there, so no lock is tried beyond it); answers the 1-based positions taken.
+_TRY_LOCK_KEYS = text(
+    "SELECT n FROM unnest(CAST(:keys AS bigint[])) WITH ORDINALITY AS u(k, n) "
+    "WHERE pg_try_advisory_xact_lock(k) LIMIT :most"
 )
 _UPDATE_TASK = update(tasks).where(tasks.c.id == bindparam("task_id"))
 _OPEN_TASKS = (
@@ -384,37 +404,39 @@ def last_seq(conn: Connection, token: str) -> int:
 
 def insert_ledger(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
     """Append ledger rows (already numbered), all in one statement (spec 75 §5)."""
+    insert_rows(conn, ledger, _LEDGER_COLUMNS, rows)
+
+
+def insert_rows(
+    conn: Connection, table: Table, columns: Sequence[str], rows: Sequence[dict[str, Any]]
+) -> None:
+    """Insert `rows` (each with a value for every column of `columns`) in one statement, or,
+    past `_ROWS_MOST` rows, with the driver's executemany."""
     if not rows:
         return
-    if len(rows) > _LEDGER_ROWS_MOST:
-        conn.execute(_INSERT_LEDGER, list(rows))
+    if len(rows) > _ROWS_MOST:
+        conn.execute(insert(table), list(rows))
         return
-    params = {f"{name}_{i}": row[name] for i, row in enumerate(rows) for name in _LEDGER_COLUMNS}
-    run(conn, _insert_ledger_rows(len(rows)), params)
+    params = {f"{name}_{i}": row[name] for i, row in enumerate(rows) for name in columns}
+    run(conn, _rows_insert(table, tuple(columns), len(rows)), params)
 
 
 _LEDGER_COLUMNS = ("token", "seq", "at", "kind", "key", "data")
 # Beyond this many rows, one statement would pass SQLite's limit of bound parameters.
-_LEDGER_ROWS_MOST = 100
-_INSERT_LEDGER_ROWS: dict[int, Any] = {}
+_ROWS_MOST = 100
 
 
-def _insert_ledger_rows(count: int) -> Any:
-    """`INSERT INTO ledger ... VALUES (...), (...)` for `count` rows, built once per count."""
-    statement = _INSERT_LEDGER_ROWS.get(count)
-    if statement is None:
-        groups = ", ".join(
-            "(" + ", ".join(f":{name}_{i}" for name in _LEDGER_COLUMNS) + ")" for i in range(count)
-        )
-        binds = [
-            bindparam(f"{name}_{i}", type_=ledger.c[name].type)
-            for i in range(count)
-            for name in _LEDGER_COLUMNS
-        ]
-        columns = 'token, seq, at, kind, "key", data'
-        statement = text(f"INSERT INTO ledger ({columns}) VALUES {groups}").bindparams(*binds)
-        _INSERT_LEDGER_ROWS[count] = statement
-    return statement
+@functools.cache
+def _rows_insert(table: Table, columns: tuple[str, ...], count: int) -> Any:
+    """`INSERT INTO <table> (...) VALUES (...), (...)` for `count` rows, built once each."""
+    groups = ", ".join(
+        "(" + ", ".join(f":{name}_{i}" for name in columns) + ")" for i in range(count)
+    )
+    binds = [
+        bindparam(f"{name}_{i}", type_=table.c[name].type) for i in range(count) for name in columns
+    ]
+    names = ", ".join(f'"{name}"' for name in columns)
+    return text(f"INSERT INTO {table.name} ({names}) VALUES {groups}").bindparams(*binds)
 
 
 def key_used(conn: Connection, token: str, key: str) -> bool:
@@ -477,20 +499,35 @@ class ToClaim:
     has_memory: bool
 
 
-def task_to_claim(conn: Connection, task_id: int) -> ToClaim | None:
-    """A task, its token and its grant's facts in one read (None: no such task or token)."""
-    row = run(conn, _TASK_TO_CLAIM, {"id": task_id}).first()
-    if row is None:
-        return None
-    m = row._mapping
-    entered = m["entered_data"]
-    return ToClaim(
-        TaskRecord.from_row(row),
-        TokenRecord.from_row(row, prefix=_TOKEN_PREFIX),
-        int(m["ledger_last_seq"] or 0),
-        str(entered["event"]) if entered else "__started__",
-        bool(m["has_memory"]),
-    )
+def tasks_to_claim(conn: Connection, task_ids: Sequence[int]) -> dict[int, ToClaim]:
+    """The tasks of `task_ids` that exist, each with its token and its grant's facts, in one
+    read; keyed by task id."""
+    found: dict[int, ToClaim] = {}
+    for row in conn.execute(_TASKS_TO_CLAIM, {"ids": list(task_ids)}):
+        m = row._mapping
+        entered = m["entered_data"]
+        found[int(m["id"])] = ToClaim(
+            TaskRecord.from_row(row),
+            TokenRecord.from_row(row, prefix=_TOKEN_PREFIX),
+            int(m["ledger_last_seq"] or 0),
+            str(entered["event"]) if entered else "__started__",
+            bool(m["has_memory"]),
+        )
+    return found
+
+
+def claim_tasks(
+    conn: Connection, task_ids: Sequence[int], supervisor: str, until: datetime
+) -> None:
+    """Claim read queued tasks for `supervisor` until `until`, each on its next attempt."""
+    conn.execute(_CLAIM_TASKS, {"ids": list(task_ids), "sup": supervisor, "until": until})
+
+
+def try_lock_keys(conn: Connection, keys: Sequence[int], most: int) -> list[int]:
+    """Postgres: try the family locks of `keys` in order, without waiting, until `most` are
+    taken; answers the 0-based positions of those taken, in order."""
+    taken = conn.execute(_TRY_LOCK_KEYS, {"keys": list(keys), "most": most})
+    return sorted(int(n) - 1 for (n,) in taken)
 
 
 def queue_next_visit(conn: Connection, token: str, state: str, now: datetime) -> tuple[int, int]:
@@ -671,6 +708,9 @@ def claim_row_for_update(conn: Connection, supervisor: str) -> ClaimRecord:
     return ClaimRecord(m["supervisor"], m["request"], m["task_id"], m["attempt"], more)
 
 
+_GRANT_COLUMNS = ("supervisor", "position", "task_id", "attempt")
+
+
 def save_claim(
     conn: Connection,
     supervisor: str,
@@ -686,12 +726,11 @@ def save_claim(
     run(conn, _SAVE_CLAIM, {"sup": supervisor, **values})
     if had_more:
         run(conn, _DELETE_MORE_GRANTS, {"sup": supervisor})
-    if len(grants) > 1:
-        rows = [
-            {"supervisor": supervisor, "position": position, "task_id": t, "attempt": a}
-            for position, (t, a) in enumerate(grants[1:], start=2)
-        ]
-        conn.execute(insert(claim_grants), rows)
+    rows = [
+        {"supervisor": supervisor, "position": position, "task_id": t, "attempt": a}
+        for position, (t, a) in enumerate(grants[1:], start=2)
+    ]
+    insert_rows(conn, claim_grants, _GRANT_COLUMNS, rows)
 
 
 # --- control_plane --------------------------------------------------------------------------
