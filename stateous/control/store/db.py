@@ -34,6 +34,7 @@ from stateous.control.store.group import (
     run_shared,
     sqlstate,
 )
+from stateous.control.store.ping import ping_when_idle
 
 log = logging.getLogger("stateous.store")
 
@@ -110,9 +111,9 @@ def make_engine(url: str, *, busy_timeout: float = 30.0, lock_timeout: float = 1
         # under load, and a Postgres connection costs milliseconds. The API runs at most
         # ENGINE_CALLS + CLAIM_CALLS transactions at once; the rest is for the clock and the hold.
         size = ENGINE_CALLS + CLAIM_CALLS + 4
-        return create_engine(
-            url, pool_pre_ping=True, connect_args=args, pool_size=size, max_overflow=0
-        )
+        engine = create_engine(url, connect_args=args, pool_size=size, max_overflow=0)
+        ping_when_idle(engine)  # not `pool_pre_ping`: one round trip per transaction
+        return engine
     return create_engine(url, pool_pre_ping=True)
 
 
