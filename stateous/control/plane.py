@@ -11,9 +11,11 @@ from anyio import to_thread
 from sqlalchemy import Connection
 
 from stateous.control.clock import Clock, SystemClock
+from stateous.control.engine.start_many import starts_in_bulk
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import NotServing
 from stateous.control.metrics import Metrics
+from stateous.control.starts_together import StartsTogether
 from stateous.control.store.db import READ_CALLS, Store
 from stateous.control.store.group import GROUP_MOST, Op
 from stateous.control.wakeups import Wakeups
@@ -33,6 +35,12 @@ class Plane:
     role: str = "holder"
     wakeups: Wakeups = field(default_factory=Wakeups)
     metrics: Metrics = field(default_factory=Metrics)
+    #: `POST /tokens` arriving together, as one operation (None: each start its own).
+    starts: StartsTogether | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if starts_in_bulk(self.config.body(None)):
+            self.starts = StartsTogether(self)
 
     @classmethod
     def of(cls, store: Store, config: EngineConfig, clock: Clock | None = None) -> Plane:

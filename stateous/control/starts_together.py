@@ -1,0 +1,119 @@
+"""Starts that arrive together run as one operation of `start_many` (spec 75 §4, §5).
+
+Under load many `POST /tokens` arrive while the lane is busy with the shared transaction
+before. Each used to be an operation of its own: five statements a start (its lock, its read
+and three inserts), each a round trip on Postgres. Here the starts that arrive before the
+lane takes them join one operation, which `start_many` applies as the batch route does: one
+lock statement, one read and one insert of each kind for all of them, each start keeping
+exactly `POST /tokens`'s checks, rows and answer (`start_many` is tested row for row against
+`start`). A start alone is such an operation of one.
+
+The operation is queued when its first start arrives; a start that arrives while it waits in
+the queue joins it, until the lane takes it (then its starts are fixed, and a rerun of the
+shared transaction applies the same ones) or it holds `STARTS_MOST`. No start is answered
+before the shared transaction that holds it is committed: every start waits on the
+operation's future, which the lane sets after the commit. When the database refused one of
+the new rows (`Raced`: a token made meanwhile by a path that takes no family lock), nothing
+of the operation was applied, and each of its starts runs again as an operation of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from functools import partial
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Connection
+
+from stateous.control.engine.start import Started, start
+from stateous.control.engine.start_many import Raced, StartArgs, start_many
+from stateous.control.errors import Refusal
+from stateous.control.store.group import Op
+
+if TYPE_CHECKING:
+    from stateous.control.plane import Plane
+
+__all__ = ["STARTS_MOST", "StartsTogether"]
+
+#: The most starts one operation takes: a few milliseconds of a shared transaction.
+STARTS_MOST = 100
+
+
+class _Together:
+    """One queued operation and the starts that joined it."""
+
+    def __init__(self, owner: StartsTogether) -> None:
+        self.starts: list[StartArgs] = []
+        #: The starts the lane took (fixed at the first run; a rerun applies the same ones).
+        self.taken: Sequence[StartArgs] | None = None
+        self.op = Op("start", partial(owner.apply, self))
+
+
+class StartsTogether:
+    """The starts of one control plane that are waiting for a lane, as one operation."""
+
+    def __init__(self, plane: Plane) -> None:
+        self._plane = plane
+        self._lock = threading.Lock()  # the event loop adds starts, a lane thread takes them
+        self._open: _Together | None = None
+
+    def waiting(self) -> int:
+        """How many starts wait in the operation still open to more."""
+        with self._lock:
+            return 0 if self._open is None else len(self._open.starts)
+
+    async def start(self, args: StartArgs) -> Started:
+        """Start (or answer) one token as `start` would, in an operation shared with the
+        starts that arrive together; answers after the commit, raises its refusal."""
+        self._plane.check_serving()
+        together, index, queue = self._join(args)
+        if queue:
+            self._plane.store.submit([together.op])
+        try:
+            # Shielded: a request whose client went away must not cancel the others' operation.
+            shared = asyncio.wrap_future(together.op.future)
+            outcomes: list[Started | Refusal] = await asyncio.shield(shared)
+        except Raced:
+            return await self._alone(args)
+        outcome = outcomes[index]
+        if isinstance(outcome, Refusal):
+            raise outcome
+        self._plane.after_commit("start", outcome)
+        return outcome
+
+    def _join(self, args: StartArgs) -> tuple[_Together, int, bool]:
+        """Join the operation waiting in the queue, or make one: (it, the start's place in it,
+        whether it must be queued)."""
+        with self._lock:
+            together = self._open
+            queue = (
+                together is None
+                or together.taken is not None
+                or together.op.future.done()  # its group failed before it ran: 503 for all
+                or len(together.starts) >= STARTS_MOST
+            )
+            if together is None or queue:
+                together = self._open = _Together(self)
+            together.starts.append(args)
+            return together, len(together.starts) - 1, queue
+
+    def apply(self, together: _Together, conn: Connection) -> list[Started | Refusal]:
+        """The operation's work, in a lane: its starts are fixed now, then applied."""
+        with self._lock:
+            if together.taken is None:
+                together.taken = list(together.starts)
+                if self._open is together:
+                    self._open = None
+        plane = self._plane
+        return start_many(conn, plane.clock, plane.config, together.taken)
+
+    async def _alone(self, args: StartArgs) -> Started:
+        """A start of an operation the database refused (`Raced`), as an operation alone."""
+        plane = self._plane
+        clock, config = plane.clock, plane.config
+        started: Started = await plane.run_async(
+            "start", lambda conn: start(conn, clock, config, args.token, args.context, args.by)
+        )
+        return started
