@@ -69,13 +69,13 @@ def move(
     paused = token.status == "paused"
     leave(tx, body, token, None, CHILD_REASON)
     if writes:
-        q.update_token(conn, token.token, context=merged)
+        tx.update_token(token.token, context=merged)
     data: dict[str, Any] = {"from": token.state, "to": to}
     if writes:
         data["keys"] = sorted(writes)
     tx.write(token.token, "moved", by_data(data, by))
     if token.status == "failed":
-        q.update_token(conn, token.token, status="active")
+        tx.update_token(token.token, status="active")
     token = enter(tx, body, replace(token, context=merged, status="active"), to)
     if paused:
         _pause_family(tx, token)
@@ -96,8 +96,8 @@ def _check_target(body: WorkflowBody, to: str) -> None:
 
 def _pause_family(tx: Tx, token: TokenRecord) -> None:
     """Keep a moved paused token paused: itself, and the children its entry just started."""
-    q.update_token(tx.conn, token.token, status="paused")
+    tx.update_token(token.token, status="paused")
     for member in family(tx, token.token)[1:]:
         if member.status == "active":
-            q.update_token(tx.conn, member.token, status="paused")
+            tx.update_token(member.token, status="paused")
             tx.write(member.token, "paused", {})

@@ -63,7 +63,7 @@ def create_token(
         # The common start: the row is inserted once, already in its first state.
         token = replace(token, state=target.name, visit=1)
         q.insert_token(tx.conn, token)
-        task = q.insert_task(tx.conn, token.token, target.name, 1, tx.now)
+        task = q.insert_task(tx.raw, token.token, target.name, 1, tx.now)
         write_first_entry(tx, token, task, target.timeout_seconds)
         return token
     q.insert_token(tx.conn, token)
@@ -100,22 +100,31 @@ def set_timer(
     """A pending timer for the token's current state and visit; writes `timer_set`."""
     due = tx.now + timedelta(seconds=seconds)
     q.insert_timer(
-        tx.conn, token=token.token, state=token.state, visit=token.visit, event=event,
+        tx.raw, token=token.token, state=token.state, visit=token.visit, event=event,
         payload=payload, set_at=tx.now, due_at=due, kind=kind,
     )  # fmt: skip
     tx.write(token.token, "timer_set", {"event": event, "due_at": iso(due)})
 
 
-def enter(tx: Tx, body: WorkflowBody, token: TokenRecord, state: str) -> TokenRecord:
-    """Enter a state (§2.7): `entered`, then a task, a timeout, or the children."""
+def enter(
+    tx: Tx,
+    body: WorkflowBody,
+    token: TokenRecord,
+    state: str,
+    queued: tuple[int, int] | None = None,
+) -> TokenRecord:
+    """Enter a state (§2.7): `entered`, then a task, a timeout, or the children. `queued`:
+    the task and visit of this entry, queued already by `leave`."""
     spec = body.states[state]
     task = None
     if spec.is_parallel:
         visit = next_visit(tx, token.token, state)
+    elif queued is not None:
+        task, visit = queued
     else:  # the task and its visit in one statement
-        task, visit = q.queue_next_visit(tx.conn, token.token, state, tx.now)
+        task, visit = q.queue_next_visit(tx.raw, token.token, state, tx.now)
     tx.write(token.token, "entered", {"state": state, "visit": visit})
-    q.update_token(tx.conn, token.token, state=state, visit=visit, entered_at=tx.now)
+    tx.update_token(token.token, state=state, visit=visit, entered_at=tx.now)
     token = replace(token, state=state, visit=visit, entered_at=tx.now)
     if task is not None:
         tx.write(token.token, "task_queued", {"task": task, "state": state})
@@ -127,17 +136,34 @@ def enter(tx: Tx, body: WorkflowBody, token: TokenRecord, state: str) -> TokenRe
 
 
 def leave(
-    tx: Tx, body: WorkflowBody, token: TokenRecord, event: str | None, child_reason: str
-) -> None:
-    """Leave the current state (§2.6): close open tasks, cancel timers and live children."""
+    tx: Tx,
+    body: WorkflowBody,
+    token: TokenRecord,
+    event: str | None,
+    child_reason: str,
+    enters: str | None = None,
+) -> tuple[int, int] | None:
+    """Leave the current state (§2.6): close open tasks, cancel timers and live children.
+
+    `enters`: the state entered next. When it queues a task and the state left has no
+    children, that task is queued by the same statement (see `enter`'s `queued`), answered as
+    its id and visit; else None."""
     spec = body.states.get(token.state)
     emits = spec.emits if spec is not None else ()
     # One statement closes them all (a claimed or waiting task is `done` on an emitted event).
     done = event is not None and event in emits
-    for task_id, status in q.leave_tasks_and_timers(tx.conn, token.token, done):
+    parallel = spec is not None and spec.is_parallel
+    target = body.states.get(enters) if enters is not None else None
+    queued = None
+    if target is not None and not target.is_parallel and not parallel:
+        closed, queued = q.leave_and_queue(tx.raw, token.token, done, target.name, tx.now)
+    else:
+        closed = q.leave_tasks_and_timers(tx.raw, token.token, done)
+    for task_id, status in closed:
         tx.write(token.token, f"task_{status}", {"task": task_id})
-    if spec is not None and spec.is_parallel:
+    if spec is not None and parallel:
         cancel_live_children(tx, token, spec, child_reason)
+    return queued
 
 
 def apply_outcome(
@@ -145,7 +171,7 @@ def apply_outcome(
 ) -> TokenRecord:
     """Save context writes and `into=` (`context_changed`), then set each schedule (§2.9)."""
     if routing is not None and routing.keys:
-        q.update_token(tx.conn, token.token, context=routing.context)
+        tx.update_token(token.token, context=routing.context)
         token = replace(token, context=routing.context)
         tx.write(token.token, "context_changed", {"keys": routing.keys})
     for schedule in schedules:
@@ -173,18 +199,19 @@ def take(
     tx.write(
         token.token, "event_accepted", {"event": event, "payload": payload, "state": state}, key
     )
-    leave(tx, body, token, event, f"the parent left {state!r} on {event!r}")
+    reason = f"the parent left {state!r} on {event!r}"
+    queued = leave(tx, body, token, event, reason, enters=transition.target)
     if transition.target == END:
         return end_token(tx, token, "completed", {})
-    return enter(tx, body, token, transition.target)
+    return enter(tx, body, token, transition.target, queued)
 
 
 def end_token(tx: Tx, token: TokenRecord, status: str, data: dict[str, Any]) -> TokenRecord:
     """End a token (§2.12): status, its row, memory deleted, then the parent's join."""
-    q.update_token(tx.conn, token.token, status=status)
+    tx.update_token(token.token, status=status)
     token = replace(token, status=status)
     tx.write(token.token, status, data)
-    q.delete_all_memory(tx.conn, token.token)
+    tx.delete_all_memory(token.token)
     if token.parent is not None and status in ("completed", "failed"):
         check_join(tx, token)
     return token

@@ -30,7 +30,7 @@ def pause(
     acting(tx, token.token, frozenset({"paused"}), by)
     for member in family(tx, token.token):
         if member.status == "active":
-            q.update_token(conn, member.token, status="paused")
+            tx.update_token(member.token, status="paused")
             tx.write(member.token, "paused", {})
     tx.flush()
     return q.get_token(conn, token.token) or token

@@ -113,7 +113,7 @@ def _waiting(
     writes = _writes(tx, body, token, outcome)
     check_schedules(tx, body, outcome.schedules)
     token = apply_outcome(tx, token, writes, outcome.schedules)
-    q.update_task(tx.conn, task.id, status="waiting", lease_until=None)
+    q.update_task(tx.raw, task.id, status="waiting", lease_until=None)
     tx.write(token.token, "task_waiting", {"task": task.id})
     return token
 
@@ -164,6 +164,6 @@ def _hold_outcome(tx: Tx, token: TokenRecord, task: TaskRecord, outcome: Outcome
         tx, token, str(outcome.event), outcome.payload, task=task,
         writes=outcome.context, schedules=schedules,
     )  # fmt: skip
-    q.update_task(tx.conn, task.id, status="done", lease_until=None)
+    q.update_task(tx.raw, task.id, status="done", lease_until=None)
     tx.write(token.token, "task_done", {"task": task.id})
     return token

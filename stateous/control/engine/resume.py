@@ -48,7 +48,7 @@ def _resume_member(tx: Tx, member: TokenRecord) -> list[LedgerRecord]:
     rows = tx.ledger(member.token, ("paused",))
     paused_at = rows[-1].at if rows else tx.now
     q.shift_pending_timers(tx.conn, member.token, paused_at, tx.now)
-    q.update_token(tx.conn, member.token, status="active")
+    tx.update_token(member.token, status="active")
     held = held_events(tx, member.token)
     tx.write(member.token, "resumed", {})
     return held

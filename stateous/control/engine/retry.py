@@ -42,7 +42,7 @@ def retry(
     body = config.body(token.workflow)
     _check_state(token, body)
     entry_problem(tx, body, token, token.state, token.context)
-    q.update_token(conn, token.token, status="active")
+    tx.update_token(token.token, status="active")
     token = replace(token, status="active")
     tx.write(token.token, "retried", by_data({"state": token.state}, by))
     token = enter(tx, body, token, token.state)

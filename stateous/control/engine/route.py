@@ -19,11 +19,11 @@ def failed_attempt(
     tx.write(token.token, "task_failed", {"task": task.id, "error": error})
     spec = body.states[task.state]
     if task.attempt <= spec.retries:
-        q.update_task(tx.conn, task.id, status="queued", claimed_by=None, lease_until=None)
+        q.update_task(tx.raw, task.id, status="queued", claimed_by=None, lease_until=None)
         tx.write(token.token, "task_retrying", {"task": task.id, "attempt": task.attempt + 1})
-        q.cancel_timers(tx.conn, token.token, kind="timer")
+        q.cancel_timers(tx.raw, token.token, kind="timer")
         return token
-    q.update_task(tx.conn, task.id, status="failed", lease_until=None)
+    q.update_task(tx.raw, task.id, status="failed", lease_until=None)
     state = task.state
     if token.status == "paused":
         hold(tx, token, "error", None, task=task)

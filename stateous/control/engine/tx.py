@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -56,14 +56,24 @@ class Tx:
     """The state of one transaction: `now` is read once, so every row shares its `at`.
 
     Ledger rows are buffered and numbered per token; they are flushed before any ledger read
-    and when the transaction's work ends.
+    and when the transaction's work ends. The changes of token rows (`update_token`) and the
+    deletion of an ended token's memory on Postgres are buffered too, merged per token: they
+    are written with the ledger rows at `flush` (on Postgres in the ledger's own statement),
+    or before any statement run through `conn`, so that a read never sees a token as it was
+    before (spec 75 §5: one UPDATE of a token per operation instead of one per change).
     """
 
-    conn: Connection
+    #: The connection as it is, buffered changes not written: only for a statement that reads
+    #: no row of `tokens` or `memory` (`conn` for anything else).
+    raw: Connection
     now: datetime
     config: EngineConfig
     _seq: dict[str, int] = field(default_factory=dict)
     _rows: list[dict[str, Any]] = field(default_factory=list)
+    #: The columns to set, by token, in the order of the first change of each token.
+    _changes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Ended tokens whose memory rows are to be deleted (Postgres only).
+    _forget: set[str] = field(default_factory=set)
     new_tokens: set[str] = field(default_factory=set)
     #: An operator's act (spec 80 §1): the next row of token `act[0]` whose kind is in `act[1]`
     #: gets `by` (`act[2]`) as the last key of its data.
@@ -73,13 +83,20 @@ class Tx:
     def open(cls, conn: Connection, clock: Clock, config: EngineConfig) -> Tx:
         """Begin the engine's view of the caller's transaction."""
         # In a shared transaction, never before the `at` of the operation before (spec 75 §4).
-        return cls(conn=conn, now=group_time(clock.now()), config=config)
+        return cls(raw=conn, now=group_time(clock.now()), config=config)
+
+    @property
+    def conn(self) -> Connection:
+        """The connection, for any statement: the buffered token changes are written first."""
+        if self._changes or self._forget:
+            self._write_changes(())
+        return self.raw
 
     @property
     def locks(self) -> bool:
         """Whether families are locked (Postgres). SQLite has one writer at a time, so what a
         transaction read stays true until it commits, and nothing needs reading twice."""
-        return self.conn.dialect.name == "postgresql"
+        return self.raw.dialect.name == "postgresql"
 
     @property
     def graph(self) -> Graph:
@@ -90,7 +107,7 @@ class Tx:
         """Append a ledger row to `token`'s ledger (numbered max + 1, in writing order)."""
         seq = self._seq.get(token)
         if seq is None:
-            seq = 0 if token in self.new_tokens else q.last_seq(self.conn, token)
+            seq = 0 if token in self.new_tokens else q.last_seq(self.raw, token)
         seq += 1
         self._seq[token] = seq
         if self.act is not None and self.act[0] == token and kind in self.act[1]:
@@ -103,11 +120,29 @@ class Tx:
         """The token's highest seq as read with it, so its next row needs no read of its own."""
         self._seq.setdefault(token, seq)
 
+    def update_token(self, token: str, **values: Any) -> None:
+        """Change columns of a token's row: buffered, a later value of a column wins."""
+        self._changes.setdefault(token, {}).update(values)
+
+    def delete_all_memory(self, token: str) -> None:
+        """Delete every memory row of a token (it ended). On Postgres, with the token's
+        changes at the next write of them (a data-modifying WITH of the same statement); on
+        SQLite at once (its statements cost no round trip, and it has no such WITH)."""
+        if self.locks:
+            self._forget.add(token)
+        else:
+            q.delete_all_memory(self.raw, token)
+
     def flush(self) -> None:
-        """Insert the buffered ledger rows."""
+        """Write the buffered token changes and insert the buffered ledger rows."""
         rows, self._rows = self._rows, []
-        q.insert_ledger(self.conn, rows)
-        audit.insert_acts(self.conn, rows)  # the audit index, in the same transaction
+        self._write_changes(rows)
+        audit.insert_acts(self.raw, rows)  # the audit index, in the same transaction
+
+    def _write_changes(self, rows: Sequence[dict[str, Any]]) -> None:
+        changes, self._changes = self._changes, {}
+        forget, self._forget = self._forget, set()
+        q.write_changes(self.raw, changes, forget, rows)
 
     def ledger(self, token: str, kinds: Iterable[str]) -> list[q.LedgerRecord]:
         """The token's ledger rows of some kinds, including those written in this transaction."""

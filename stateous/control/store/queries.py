@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -11,14 +11,17 @@ from typing import Any
 from sqlalchemy import (
     Boolean,
     Connection,
+    Integer,
     Select,
     Table,
     and_,
     bindparam,
     case,
+    cast,
     delete,
     func,
     insert,
+    null,
     or_,
     select,
     text,
@@ -140,21 +143,18 @@ _LAST_SEQ = select(func.max(ledger.c.seq)).where(ledger.c.token == bindparam("t"
 _INSERT_TASK = insert(tasks).returning(tasks.c.id)
 # A task of the token's next visit of a state, in one statement: the visit is the highest of
 # its tasks of that state plus 1 (an aggregate answers one row, NULL when there is none).
-_QUEUE_NEXT_VISIT = (
-    insert(tasks)
-    .from_select(
-        ["token", "state", "visit", "status", "attempt", "queued_at"],
-        select(
-            bindparam("t", type_=tasks.c.token.type),
-            bindparam("s", type_=tasks.c.state.type),
-            func.coalesce(func.max(tasks.c.visit), 0) + 1,
-            bindparam("queued", type_=tasks.c.status.type),
-            bindparam("zero", type_=tasks.c.attempt.type),
-            bindparam("now", type_=tasks.c.queued_at.type),
-        ).where(tasks.c.token == bindparam("t"), tasks.c.state == bindparam("s")),
-    )
-    .returning(tasks.c.id, tasks.c.visit)
+_QUEUE_TASK = insert(tasks).from_select(
+    ["token", "state", "visit", "status", "attempt", "queued_at"],
+    select(
+        bindparam("t", type_=tasks.c.token.type),
+        bindparam("s", type_=tasks.c.state.type),
+        func.coalesce(func.max(tasks.c.visit), 0) + 1,
+        bindparam("queued", type_=tasks.c.status.type),
+        bindparam("zero", type_=tasks.c.attempt.type),
+        bindparam("now", type_=tasks.c.queued_at.type),
+    ).where(tasks.c.token == bindparam("t"), tasks.c.state == bindparam("s")),
 )
+_QUEUE_NEXT_VISIT = _QUEUE_TASK.returning(tasks.c.id, tasks.c.visit)
 # An UPDATE without values sets the columns named by the parameters, besides the key's own.
 _UPDATE_TOKEN = update(tokens).where(tokens.c.token == bindparam("token_id"))
 _LEDGER = select(ledger).where(ledger.c.token == bindparam("t"))
@@ -248,12 +248,23 @@ _PENDING_TIMERS_OF_KIND = _PENDING_TIMERS.where(timers.c.kind == bindparam("time
 # Leaving a state on Postgres: the same close of the tasks, with the token's pending timers
 # cancelled by a data-modifying WITH of the same statement (one round trip instead of two; a
 # WITH that changes rows runs to its end whether or not the statement reads it).
-_LEAVE_TASKS_AND_TIMERS = _CLOSE_OPEN_TASKS.add_cte(
+_TIMERS_CANCELLED = (
     update(timers)
     .where(timers.c.token == bindparam("t"), timers.c.status == "pending")
     .values(status=bindparam("timer_status"))
     .cte("timers_cancelled")
 )
+_LEAVE_TASKS_AND_TIMERS = _CLOSE_OPEN_TASKS.add_cte(_TIMERS_CANCELLED)
+# Leaving for a state that queues a task, on Postgres: that leave and the task of the next
+# visit (`_QUEUE_NEXT_VISIT`) in one statement. Each part reads the tasks as they were before
+# the statement, so the new task is not closed and its visit counts the same tasks; a closed
+# task answers no visit, the new one its visit.
+_TASKS_CLOSED = _CLOSE_OPEN_TASKS.cte("tasks_closed")
+_TASK_QUEUED = _QUEUE_TASK.returning(tasks.c.id, tasks.c.status, tasks.c.visit).cte("task_queued")
+_LEAVE_AND_QUEUE = union_all(
+    select(_TASKS_CLOSED.c.id, _TASKS_CLOSED.c.status, cast(null(), Integer).label("visit")),
+    select(_TASK_QUEUED.c.id, _TASK_QUEUED.c.status, _TASK_QUEUED.c.visit),
+).add_cte(_TIMERS_CANCELLED)
 _MEMORY_OF = (
     select(memory.c.key, memory.c.value)
     .where(memory.c.token == bindparam("t"), memory.c.state == bindparam("s"))
@@ -417,8 +428,7 @@ def insert_rows(
     if len(rows) > _ROWS_MOST:
         conn.execute(insert(table), list(rows))
         return
-    params = {f"{name}_{i}": row[name] for i, row in enumerate(rows) for name in columns}
-    run(conn, _rows_insert(table, tuple(columns), len(rows)), params)
+    run(conn, _rows_insert(table, tuple(columns), len(rows)), _row_params(columns, rows))
 
 
 _LEDGER_COLUMNS = ("token", "seq", "at", "kind", "key", "data")
@@ -429,6 +439,12 @@ _ROWS_MOST = 100
 @functools.cache
 def _rows_insert(table: Table, columns: tuple[str, ...], count: int) -> Any:
     """`INSERT INTO <table> (...) VALUES (...), (...)` for `count` rows, built once each."""
+    sql, binds = _rows_sql(table, columns, count)
+    return text(sql).bindparams(*binds)
+
+
+def _rows_sql(table: Table, columns: Sequence[str], count: int) -> tuple[str, list[Any]]:
+    """The SQL of `_rows_insert` and its typed binds (`<column>_<row>`)."""
     groups = ", ".join(
         "(" + ", ".join(f":{name}_{i}" for name in columns) + ")" for i in range(count)
     )
@@ -436,7 +452,85 @@ def _rows_insert(table: Table, columns: tuple[str, ...], count: int) -> Any:
         bindparam(f"{name}_{i}", type_=table.c[name].type) for i in range(count) for name in columns
     ]
     names = ", ".join(f'"{name}"' for name in columns)
-    return text(f"INSERT INTO {table.name} ({names}) VALUES {groups}").bindparams(*binds)
+    return f"INSERT INTO {table.name} ({names}) VALUES {groups}", binds
+
+
+def _row_params(columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The values of `rows` bound as `_rows_sql` names them."""
+    return {f"{name}_{i}": row[name] for i, row in enumerate(rows) for name in columns}
+
+
+def write_changes(
+    conn: Connection,
+    changes: Mapping[str, Mapping[str, Any]],
+    forget: Collection[str],
+    rows: Sequence[dict[str, Any]],
+) -> None:
+    """An engine transaction's buffered writes: the columns to set of each token in `changes`,
+    every memory row of each token in `forget` deleted, then the ledger rows appended.
+
+    On Postgres one statement: each change and deletion a data-modifying WITH of the ledger's
+    INSERT (or of the last of them, with no ledger row); they touch different rows, and each
+    runs to its end whether or not the statement reads it. On SQLite, and beyond a few tokens
+    or `_ROWS_MOST` rows, one statement each, in that order.
+    """
+    ids = [token for token, values in changes.items() if values or token in forget]
+    ids.extend(token for token in forget if token not in changes)
+    if not ids:
+        insert_ledger(conn, rows)
+        return
+    fused = len(ids) <= _FUSED_TOKENS_MOST and len(rows) <= _ROWS_MOST
+    if conn.dialect.name != "postgresql" or not fused:
+        for token in ids:
+            if changes.get(token):
+                update_token(conn, token, **changes[token])
+            if token in forget:
+                delete_all_memory(conn, token)
+        insert_ledger(conn, rows)
+        return
+    shape = tuple((tuple(sorted(changes.get(token, ()))), token in forget) for token in ids)
+    params = _row_params(_LEDGER_COLUMNS, rows)
+    for i, token in enumerate(ids):
+        params[f"t{i}_token"] = token
+        params.update({f"t{i}_{name}": value for name, value in changes.get(token, {}).items()})
+    run(conn, _fused_writes(shape, len(rows)), params)
+
+
+#: Tokens whose writes go into one statement (a cascade that ends many children runs more).
+_FUSED_TOKENS_MOST = 4
+_FUSED_WRITES: dict[tuple[tuple[tuple[tuple[str, ...], bool], ...], int], Any] = {}
+
+
+def _fused_writes(shape: tuple[tuple[tuple[str, ...], bool], ...], count: int) -> Any:
+    """The statement of `write_changes` on Postgres for tokens of `shape` (the columns set and
+    whether their memory is deleted, per token) and `count` ledger rows, built once for each."""
+    key = (shape, count)
+    statement = _FUSED_WRITES.get(key)
+    if statement is not None:
+        return statement
+    parts: list[tuple[str, str]] = []
+    binds: list[Any] = []
+    for i, (columns, forget) in enumerate(shape):
+        binds.append(bindparam(f"t{i}_token", type_=tokens.c.token.type))  # each has a part
+        if columns:
+            # The columns of `tokens` are lower-case names that no keyword of Postgres takes.
+            sets = ", ".join(f"{name} = :t{i}_{name}" for name in columns)
+            sql = f"UPDATE tokens SET {sets} WHERE token = :t{i}_token"
+            parts.append((f"token_changed_{i}", sql))
+            binds.extend(bindparam(f"t{i}_{name}", type_=tokens.c[name].type) for name in columns)
+        if forget:
+            parts.append((f"memory_deleted_{i}", f"DELETE FROM memory WHERE token = :t{i}_token"))
+    if count:
+        main, ledger_binds = _rows_sql(ledger, _LEDGER_COLUMNS, count)
+        binds.extend(ledger_binds)
+    else:
+        main = parts.pop()[1]
+    with_ = ", ".join(f"{name} AS ({sql})" for name, sql in parts)
+    statement = text(f"WITH {with_} {main}" if with_ else main).bindparams(*binds)
+    if len(_FUSED_WRITES) >= 256:
+        _FUSED_WRITES.clear()
+    _FUSED_WRITES[key] = statement
+    return statement
 
 
 def key_used(conn: Connection, token: str, key: str) -> bool:
@@ -573,6 +667,27 @@ def leave_tasks_and_timers(conn: Connection, token: str, done: bool) -> list[tup
         return closed
     values = {"t": token, "done": done, "timer_status": "cancelled"}
     return _closed(run(conn, _LEAVE_TASKS_AND_TIMERS, values))
+
+
+def leave_and_queue(
+    conn: Connection, token: str, done: bool, state: str, now: datetime
+) -> tuple[list[tuple[int, str]], tuple[int, int]]:
+    """`leave_tasks_and_timers`, then `queue_next_visit` of `state`: one statement on Postgres
+    (two on SQLite, as there). Answers the closed tasks, and the new task's id and visit."""
+    if conn.dialect.name != "postgresql":
+        return leave_tasks_and_timers(conn, token, done), queue_next_visit(conn, token, state, now)
+    values = {
+        "t": token, "done": done, "timer_status": "cancelled", "s": state, "queued": "queued",
+        "zero": 0, "now": now,
+    }  # fmt: skip
+    closed, queued = [], None
+    for task_id, status, visit in run(conn, _LEAVE_AND_QUEUE, values):
+        if visit is None:
+            closed.append((task_id, status))
+        else:
+            queued = (int(task_id), int(visit))
+    assert queued is not None  # INSERT ... SELECT of an aggregate inserts one row
+    return _closed(closed), queued
 
 
 def _closed(found: Iterable[Any]) -> list[tuple[int, str]]:
