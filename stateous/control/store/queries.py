@@ -9,12 +9,15 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     Connection,
     Integer,
     Select,
+    String,
     Table,
     and_,
+    any_,
     bindparam,
     case,
     cast,
@@ -28,6 +31,7 @@ from sqlalchemy import (
     union_all,
     update,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from stateous.control.store.direct import AnyRow
@@ -184,7 +188,7 @@ _TASK_TOKEN_SEQ = _TASK_AND_TOKEN.add_columns(_LAST_SEQ_COLUMN)
 # A claim's read of its candidates: each with its token, the token's last seq and what its
 # grant needs of the ledger and memory (the event that entered the state, whether the state
 # has memory), so neither the `task_claimed` row nor the grant reads anything more.
-_TASKS_TO_CLAIM = _TASK_JOIN_TOKEN.add_columns(
+_TO_CLAIM = _TASK_JOIN_TOKEN.add_columns(
     _LAST_SEQ_COLUMN,
     select(ledger.c.data)
     .where(ledger.c.token == tasks.c.token, ledger.c.kind == "event_accepted")
@@ -196,19 +200,22 @@ _TASKS_TO_CLAIM = _TASK_JOIN_TOKEN.add_columns(
     .where(memory.c.token == tasks.c.token, memory.c.state == tasks.c.state)
     .exists()
     .label("has_memory"),
-).where(tasks.c.id.in_(bindparam("ids", expanding=True)))
+)
 # Claiming read candidates, all in one statement: each attempt one more than the one read
 # under the family lock (SQLite: by the one writer), the same lease and supervisor for all.
-_CLAIM_TASKS = (
-    update(tasks)
-    .where(tasks.c.id.in_(bindparam("ids", expanding=True)))
-    .values(
-        status="claimed",
-        claimed_by=bindparam("sup", type_=tasks.c.claimed_by.type),
-        attempt=tasks.c.attempt + 1,
-        lease_until=bindparam("until", type_=tasks.c.lease_until.type),
-    )
+_CLAIM = update(tasks).values(
+    status="claimed",
+    claimed_by=bindparam("sup", type_=tasks.c.claimed_by.type),
+    attempt=tasks.c.attempt + 1,
+    lease_until=bindparam("until", type_=tasks.c.lease_until.type),
 )
+# Ids in one parameter: an `IN` list on SQLite; on Postgres an array (`= ANY`), so that the
+# statement's text is the same for any number of ids and Postgres plans it once per
+# connection (psycopg prepares a statement after a few runs of the same text).
+_IDS_IN = tasks.c.id.in_(bindparam("ids", expanding=True))
+_IDS_ANY = tasks.c.id == any_(bindparam("ids", type_=ARRAY(BigInteger)))
+_TASKS_TO_CLAIM = {"sqlite": _TO_CLAIM.where(_IDS_IN), "postgresql": _TO_CLAIM.where(_IDS_ANY)}
+_CLAIM_TASKS = {"sqlite": _CLAIM.where(_IDS_IN), "postgresql": _CLAIM.where(_IDS_ANY)}
 # Postgres: try the family locks of `keys` in their order until `most` are taken (the LIMIT
 # stops the scan there, so no lock is tried beyond it); answers the 1-based positions taken.
 _TRY_LOCK_KEYS = text(
@@ -326,7 +333,7 @@ def tokens_folded_in(conn: Connection, lowered: Sequence[str]) -> dict[str, Toke
     found: dict[str, TokenRecord] = {}
     for first in range(0, len(lowered), _IN_MOST):
         chunk = list(lowered[first : first + _IN_MOST])
-        for row in run(conn, _FOLDED_IN, {"lowered": chunk}):
+        for row in run(conn, _FOLDED_IN[conn.dialect.name], {"lowered": chunk}):
             record = TokenRecord.from_row(row)
             found[record.token.lower()] = record
     return found
@@ -334,9 +341,13 @@ def tokens_folded_in(conn: Connection, lowered: Sequence[str]) -> dict[str, Toke
 
 #: Ids bound in one `IN (...)`: far below any database's limit of bound parameters.
 _IN_MOST = 500
-_FOLDED_IN = select(tokens).where(
-    func.lower(tokens.c.token).in_(bindparam("lowered", expanding=True))
-)
+_FOLDED = select(tokens)
+_FOLDED_IN = {
+    "sqlite": _FOLDED.where(func.lower(tokens.c.token).in_(bindparam("lowered", expanding=True))),
+    "postgresql": _FOLDED.where(
+        func.lower(tokens.c.token) == any_(bindparam("lowered", type_=ARRAY(String)))
+    ),
+}
 
 
 def insert_tokens(conn: Connection, records: Sequence[TokenRecord]) -> None:
@@ -597,7 +608,7 @@ def tasks_to_claim(conn: Connection, task_ids: Sequence[int]) -> dict[int, ToCla
     """The tasks of `task_ids` that exist, each with its token and its grant's facts, in one
     read; keyed by task id."""
     found: dict[int, ToClaim] = {}
-    for row in conn.execute(_TASKS_TO_CLAIM, {"ids": list(task_ids)}):
+    for row in run(conn, _TASKS_TO_CLAIM[conn.dialect.name], {"ids": list(task_ids)}):
         m = row._mapping
         entered = m["entered_data"]
         found[int(m["id"])] = ToClaim(
@@ -614,7 +625,8 @@ def claim_tasks(
     conn: Connection, task_ids: Sequence[int], supervisor: str, until: datetime
 ) -> None:
     """Claim read queued tasks for `supervisor` until `until`, each on its next attempt."""
-    conn.execute(_CLAIM_TASKS, {"ids": list(task_ids), "sup": supervisor, "until": until})
+    values = {"ids": list(task_ids), "sup": supervisor, "until": until}
+    run(conn, _CLAIM_TASKS[conn.dialect.name], values)
 
 
 def try_lock_keys(conn: Connection, keys: Sequence[int], most: int) -> list[int]:
@@ -715,7 +727,8 @@ def queued_candidates(
 @functools.lru_cache(maxsize=256)
 def _candidates_query(served: tuple[tuple[str | None, str], ...], limit: int) -> Select[Any]:
     """One oldest-first part per served pair, merged: each part walks `tasks_queue`
-    (status, state, then id) in order and stops at `limit`, so a long queue costs nothing."""
+    (status, state, then id: migration 0009) in order and stops at `limit`, so a long queue
+    costs nothing."""
     parts = [_pair_candidates(workflow, state, limit).subquery() for workflow, state in served]
     merged = union_all(*(select(part) for part in parts)).subquery()
     return select(merged).order_by(merged.c.id).limit(limit)

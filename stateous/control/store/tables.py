@@ -77,7 +77,7 @@ tasks = Table(
     Column("lease_until", DateTime(), nullable=True),
     Column("queued_at", DateTime(), nullable=False),
 )
-Index("tasks_queue", tasks.c.status, tasks.c.state)
+Index("tasks_queue", tasks.c.status, tasks.c.state, tasks.c.id)
 # Leaving a state closes the token's open tasks; the clock sweeps ended leases.
 Index("tasks_token", tasks.c.token, tasks.c.status)
 Index("tasks_lease", tasks.c.status, tasks.c.lease_until)
