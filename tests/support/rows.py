@@ -66,3 +66,15 @@ def table_rows(conn: Connection, table: str) -> list[tuple[Any, ...]]:
     return [
         tuple(r) for r in conn.execute(text(f"SELECT * FROM {table}"))
     ]  # test helper, fixed names
+
+
+def leave_stray_ledger_row(conn: Connection, token: str) -> None:
+    """A ledger row of `token` without its token: the first seq of a new token of that id is
+    taken, so a shared insert of its first rows fails (`Raced`)."""
+    conn.execute(
+        text(
+            "INSERT INTO ledger (token, seq, at, kind, key, data) "
+            "VALUES (:t, 1, '2026-10-16 20:48:40', 'note', NULL, '{}')"
+        ),
+        {"t": token},
+    )

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from tests.support.app import RunningApi
+from tests.support.rows import leave_stray_ledger_row
 
 
 def starts(http: httpx.Client, items: list[Any]) -> httpx.Response:
@@ -153,12 +154,7 @@ def test_a_part_the_database_refuses_is_started_again_one_by_one(
     # A ledger row without its token: the first seq of `R-2` is taken, so the part's shared
     # insert fails (`Raced`) and its starts run again one by one, as `POST /tokens` would.
     with api.plane.store.engine.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO ledger (token, seq, at, kind, key, data) "
-                "VALUES ('R-2', 1, '2026-10-16 20:48:40', 'note', NULL, '{}')"
-            )
-        )
+        leave_stray_ledger_row(conn, "R-2")
     items = [{"token": f"R-{n}", "context": {"title": str(n)}} for n in range(1, 4)]
     answers = starts(http, items).json()["answers"]
     assert [(a["status"], a["body"].get("code")) for a in answers] == [

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, text
 from stateous.control.store.db import POSTGRES_LANES
 from stateous.control.store.group import Op
 from tests.support.app import RunningApi
+from tests.support.rows import leave_stray_ledger_row
 
 
 @contextmanager
@@ -115,12 +116,7 @@ def test_an_operation_the_database_refuses_runs_its_starts_one_at_a_time(
     # A ledger row without its token: the shared insert of R-2's first row fails (`Raced`),
     # nothing of the operation is kept, and each start runs again alone, as before.
     with api.plane.store.engine.begin() as conn:
-        conn.execute(
-            text(
-                "INSERT INTO ledger (token, seq, at, kind, key, data) "
-                "VALUES ('R-2', 1, '2026-10-16 20:48:40', 'note', NULL, '{}')"
-            )
-        )
+        leave_stray_ledger_row(conn, "R-2")
     bodies = [{"token": f"R-{n}", "context": {"title": str(n)}} for n in range(1, 4)]
     answers = start_all(api, bodies)
     assert [a.status_code for a in answers] == [201, 422, 201]
