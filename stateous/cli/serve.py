@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from stateous.control.settings import DEFAULT_DB_URL, DEFAULT_LISTEN, Settings
+from stateous.event_loop import loop_factory
 
 
 @click.command("serve")
@@ -77,15 +78,6 @@ def serve_command(
         extra = embedded_supervisor(supervise)
     code = asyncio.run(run_control_plane(settings, extra), loop_factory=loop_factory())
     sys.exit(code)
-
-
-def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop's event loop where it is installed (faster HTTP); asyncio's otherwise."""
-    try:
-        import uvloop
-    except ImportError:
-        return None
-    return uvloop.new_event_loop
 
 
 def embedded_supervisor(folder: Path) -> Callable[[str], Awaitable[int]]:

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 
+from stateous.event_loop import loop_factory
 from stateous.model.errors import StateousError
 from stateous.supervisor.beat import Beats
 from stateous.supervisor.claims import ClaimLoop
@@ -163,7 +164,7 @@ def supervise_folder(folder: Path) -> int:
     settings = read_folder(folder)
     outbox = Outbox(folder)
     try:
-        return asyncio.run(_main(settings, outbox))
+        return asyncio.run(_main(settings, outbox), loop_factory=loop_factory())
     finally:
         outbox.close()
 
