@@ -173,15 +173,6 @@ class Tx:
         if self.locks:
             self.conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": family_key(top)})
 
-    def try_lock_id(self, top: str) -> bool:
-        """Try the family lock without waiting."""
-        if not self.locks:
-            return True
-        result = self.conn.execute(
-            text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": family_key(top)}
-        )
-        return bool(result.scalar())
-
     def lock_token(self, token_id: str) -> q.TokenRecord | None:
         """Lock the family of a token, then read the token (None: no such token)."""
         if not self.locks:

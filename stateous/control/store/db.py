@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, RootTransaction, create_engine, event, text
+from sqlalchemy import Connection, Engine, RootTransaction, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import (
     ArgumentError,
@@ -276,18 +276,6 @@ class Store:
             return (True, self.run_alone(op.call, op.work))
         except Exception as exc:  # the operation's own outcome
             return (False, exc)
-
-    def lock_family(self, conn: Connection, top: str) -> None:
-        """Take the family lock of a top token (Postgres); SQLite has one writer already."""
-        if not self.sqlite:
-            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": family_key(top)})
-
-    def try_lock_family(self, conn: Connection, top: str) -> bool:
-        """Try the family lock without waiting (claims skip a busy family)."""
-        if self.sqlite:
-            return True
-        got = conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": family_key(top)})
-        return bool(got.scalar())
 
 
 def _commit(conn: Connection, trans: RootTransaction) -> None:
