@@ -165,13 +165,20 @@ Candidate = tuple[TaskRecord, str]
 
 
 def _with_tops(tx: Tx, found: Sequence[tuple[TaskRecord, str | None]]) -> list[Candidate]:
-    """Each candidate with its top token's id (Postgres; a child's top is read). SQLite takes
-    no lock: the token's own id stands in."""
+    """Each candidate with its top token's id (Postgres; a child's top is read, once for all
+    the children of one parent). SQLite takes no lock: the token's own id stands in."""
     if not tx.locks:
         return [(task, task.token) for task, _ in found]
-    return [
-        (task, task.token if parent is None else _top(tx, task.token)) for task, parent in found
-    ]
+    tops: dict[str, str] = {}  # a parent's id -> its family's top
+    candidates: list[Candidate] = []
+    for task, parent in found:
+        if parent is None:
+            candidates.append((task, task.token))
+            continue
+        if parent not in tops:
+            tops[parent] = _top(tx, task.token)
+        candidates.append((task, tops[parent]))
+    return candidates
 
 
 def _lock_families(
