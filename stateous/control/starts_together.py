@@ -35,7 +35,7 @@ from stateous.control.store.group import Op
 if TYPE_CHECKING:
     from stateous.control.plane import Plane
 
-__all__ = ["STARTS_MOST", "StartsTogether"]
+__all__ = ["STARTS_MOST", "StartsTogether", "start_alone"]
 
 #: The most starts one operation takes: a few milliseconds of a shared transaction.
 STARTS_MOST = 100
@@ -76,7 +76,7 @@ class StartsTogether:
             shared = asyncio.wrap_future(together.op.future)
             outcomes: list[Started | Refusal] = await asyncio.shield(shared)
         except Raced:
-            return await self._alone(args)
+            return await start_alone(self._plane, args)
         outcome = outcomes[index]
         if isinstance(outcome, Refusal):
             raise outcome
@@ -109,11 +109,13 @@ class StartsTogether:
         plane = self._plane
         return start_many(conn, plane.clock, plane.config, together.taken)
 
-    async def _alone(self, args: StartArgs) -> Started:
-        """A start of an operation the database refused (`Raced`), as an operation alone."""
-        plane = self._plane
-        clock, config = plane.clock, plane.config
-        started: Started = await plane.run_async(
-            "start", lambda conn: start(conn, clock, config, args.token, args.context, args.by)
-        )
-        return started
+
+async def start_alone(plane: Plane, args: StartArgs) -> Started:
+    """`start` as an operation of its own: a workflow whose starts cannot share one (a start
+    into a parallel state or to END), or a start of an operation the database refused
+    (`Raced`)."""
+    clock, config = plane.clock, plane.config
+    started: Started = await plane.run_async(
+        "start", lambda conn: start(conn, clock, config, args.token, args.context, args.by)
+    )
+    return started

@@ -41,11 +41,11 @@ from stateous.control.engine.note import note
 from stateous.control.engine.pause import pause
 from stateous.control.engine.report import report
 from stateous.control.engine.resume import resume
-from stateous.control.engine.start import start
 from stateous.control.engine.start_many import StartArgs
 from stateous.control.engine.views import token_wire
 from stateous.control.errors import Refusal
 from stateous.control.plane import Plane
+from stateous.control.starts_together import start_alone
 from stateous.control.store.db import CLAIM_CALLS, ENGINE_CALLS
 
 log = logging.getLogger("stateous.api")
@@ -60,12 +60,11 @@ async def start_reply(plane: Plane, actor: str | None, body: dict[str, Any]) -> 
     """Start a token (`201`), or answer the existing one (`200`)."""
     token_id, context = body.get("token"), body.get("context")
     by = bodies.by_arg(body, actor)
+    args = StartArgs(token_id, context, by)
     if plane.starts is not None:  # with the starts that arrive together (spec 75 §4)
-        started = await plane.starts.start(StartArgs(token_id, context, by))
+        started = await plane.starts.start(args)
     else:
-        started = await plane.run_async(
-            "start", lambda conn: start(conn, plane.clock, plane.config, token_id, context, by)
-        )
+        started = await start_alone(plane, args)
     return (201 if started.created else 200), token_wire(started.token)
 
 
