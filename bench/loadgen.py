@@ -94,7 +94,10 @@ def post_many(
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop's event loop where installed (it is, with uvicorn's extras): less CPU a request."""
+    """uvloop's event loop where installed (it is, with uvicorn's extras): less CPU a request.
+
+    The same as `stateous.event_loop.loop_factory`, written here because the benchmarks run
+    with the baseline's venv too, whose package has no such module."""
     try:
         import uvloop
     except ImportError:

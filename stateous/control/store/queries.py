@@ -509,16 +509,12 @@ def write_changes(
 
 #: Tokens whose writes go into one statement (a cascade that ends many children runs more).
 _FUSED_TOKENS_MOST = 4
-_FUSED_WRITES: dict[tuple[tuple[tuple[tuple[str, ...], bool], ...], int], Any] = {}
 
 
+@functools.lru_cache(maxsize=256)
 def _fused_writes(shape: tuple[tuple[tuple[str, ...], bool], ...], count: int) -> Any:
     """The statement of `write_changes` on Postgres for tokens of `shape` (the columns set and
     whether their memory is deleted, per token) and `count` ledger rows, built once for each."""
-    key = (shape, count)
-    statement = _FUSED_WRITES.get(key)
-    if statement is not None:
-        return statement
     parts: list[tuple[str, str]] = []
     binds: list[Any] = []
     for i, (columns, forget) in enumerate(shape):
@@ -537,11 +533,7 @@ def _fused_writes(shape: tuple[tuple[tuple[str, ...], bool], ...], count: int) -
     else:
         main = parts.pop()[1]
     with_ = ", ".join(f"{name} AS ({sql})" for name, sql in parts)
-    statement = text(f"WITH {with_} {main}" if with_ else main).bindparams(*binds)
-    if len(_FUSED_WRITES) >= 256:
-        _FUSED_WRITES.clear()
-    _FUSED_WRITES[key] = statement
-    return statement
+    return text(f"WITH {with_} {main}" if with_ else main).bindparams(*binds)
 
 
 def key_used(conn: Connection, token: str, key: str) -> bool:
