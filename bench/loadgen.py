@@ -43,10 +43,10 @@ async def _exchange(
             length = int(value)
         elif name == b"transfer-encoding":
             raise LoadError("a chunked answer (this load generator reads content-length only)")
-    if length < 0:
-        length = 0 if status in (204, 304) else -1
-    if length < 0:
-        raise LoadError(f"an answer {status} without content-length")
+    if length < 0:  # only an answer without a body may say nothing of its length
+        if status not in (204, 304):
+            raise LoadError(f"an answer {status} without content-length")
+        length = 0
     return status, await reader.readexactly(length)
 
 
