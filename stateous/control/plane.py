@@ -39,6 +39,9 @@ class Plane:
     starts: StartsTogether | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        # The lanes wake the waiting claims after each commit, and run the parked ones in the
+        # transactions that may queue their tasks (the hand-off, stateous.control.wakeups).
+        self.store.lanes.companion = self.wakeups
         if starts_in_bulk(self.config.body(None)):
             self.starts = StartsTogether(self)
 
@@ -106,8 +109,8 @@ class Plane:
         return result
 
     def after_commit(self, call: str, result: object) -> None:
-        """After the commit: wake long-poll claims (spec 70 §2) and count the clock's work."""
-        self.wakeups.after_commit(call)
+        """After the commit: count the clock's work. (The lane that committed has woken the
+        long-poll claims already, before any answer of its group.)"""
         self.metrics.after_commit(call, result)
 
 

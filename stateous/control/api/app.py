@@ -13,6 +13,7 @@ from litestar import Litestar, Request, Response, get, post, put
 from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException
 from litestar.params import FromPath
 from litestar.types import Receive
+from sqlalchemy import Connection
 
 from stateous.control.api import auth, bodies, inbox, longpoll, openapi, operator, supervisors
 from stateous.control.api import batch as batch_routes  # spec 75 §1-3
@@ -182,16 +183,16 @@ async def claim_reply(plane: Plane, receive: Receive, body: dict[str, Any]) -> R
         plane.check_serving()
         return 204, None
 
+    def work(conn: Connection) -> Any:
+        return claim(conn, plane.clock, plane.config, supervisor, states, request_id)
+
     async def attempt() -> Any:
-        return await plane.run_async(
-            "claim",
-            lambda conn: claim(conn, plane.clock, plane.config, supervisor, states, request_id),
-        )
+        return await plane.run_async("claim", work)
 
     if not states:
         wait = 0.0  # no task can be queued for no state: nothing to wait for
     gone = partial(longpoll.until_disconnect, receive)
-    granted = await longpoll.claim_waiting(plane.wakeups, wait, attempt, gone, states)
+    granted = await longpoll.claim_waiting(plane.wakeups, wait, attempt, gone, states, work)
     return (204, None) if granted is None else (200, granted)
 
 

@@ -191,19 +191,17 @@ async def claim_several(
         plane.check_serving()
         return 204, None
 
-    async def attempt() -> list[Any] | None:
-        grants = await plane.run_async(
-            "claim",
-            lambda conn: claim_many(
-                conn, plane.clock, plane.config, supervisor, states, request_id, most
-            ),
-        )
+    def work(conn: Connection) -> list[Any] | None:
+        grants = claim_many(conn, plane.clock, plane.config, supervisor, states, request_id, most)
         return grants or None
+
+    async def attempt() -> list[Any] | None:
+        return await plane.run_async("claim", work)
 
     if not states:
         wait = 0.0  # no task can be queued for no state: nothing to wait for
     gone = partial(longpoll.until_disconnect, receive)
-    granted = await longpoll.claim_waiting(plane.wakeups, wait, attempt, gone, states)
+    granted = await longpoll.claim_waiting(plane.wakeups, wait, attempt, gone, states, work)
     return (204, None) if granted is None else (200, {"grants": granted})
 
 

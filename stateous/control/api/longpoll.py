@@ -1,7 +1,8 @@
 """Long-poll claims (spec 70 §2): the `wait` field of `POST /tasks/claim` and the waiting loop.
 
 Each try is the ordinary claim of spec 30 §3.3, one short transaction; between tries the request
-sleeps on `Wakeups` with no transaction, connection or lock held.
+sleeps on `Wakeups` with no transaction, connection or lock held, and leaves its claim there for
+a lane to run in the next transaction that may queue a task (the hand-off).
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ import contextlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from sqlalchemy import Connection
+
 from stateous.control.errors import invalid
+from stateous.control.store.group import Op
 from stateous.control.wakeups import Wakeups
 
 __all__ = ["MAX_WAIT", "claim_waiting", "wait_arg"]
@@ -36,30 +40,32 @@ async def claim_waiting[T](
     attempt: Callable[[], Awaitable[T | None]],
     gone: Callable[[], Awaitable[Any]] | None = None,
     states: Sequence[str] | None = None,
+    park: Callable[[Connection], T | None] | None = None,
 ) -> T | None:
     """Claim at once; with nothing to claim, try again on each wake-up until `wait` ends.
 
     `attempt` runs one claim transaction (None: no task). `gone` resolves when the caller hung
     up: the wait then ends with nothing, so no task is granted to a closed connection.
     `states`: the claim's states (`<state>` or `<workflow>/<state>`); a notification from
-    another control plane about another state does not wake it (spec 85 §2).
+    another control plane about another state does not wake it (spec 85 §2). `park`: the
+    claim's work, which a lane may run while the claim sleeps, in a transaction that may queue
+    a task (the hand-off, stateous.control.wakeups).
     """
     names = None if states is None else frozenset(s.rpartition("/")[2] for s in states)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait
     hangup: asyncio.Future[Any] | None = None
     try:
-        while True:
-            seen = wakeups.generation
-            granted = await attempt()
-            if granted is not None:
-                return granted
+        seen = wakeups.generation
+        granted = await attempt()
+        while granted is None:
             remaining = deadline - loop.time()
             if remaining <= 0 or wakeups.closed:
                 return None
             if gone is not None and hangup is None:
                 hangup = asyncio.ensure_future(gone())
-            sleep = asyncio.ensure_future(wakeups.wait(seen, remaining, names))
+            op = None if park is None else Op("claim", park)
+            sleep = asyncio.ensure_future(wakeups.wait(seen, remaining, names, op))
             waited = {sleep} if hangup is None else {sleep, hangup}
             done, _ = await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
             if sleep not in done:
@@ -67,8 +73,17 @@ async def claim_waiting[T](
                 with contextlib.suppress(asyncio.CancelledError):
                     await sleep
                 return None
+            taken = sleep.result()
+            if taken is not None and taken.op is not None:
+                with contextlib.suppress(Exception):  # its transaction failed: claim again
+                    granted = await asyncio.wrap_future(taken.op.future)
+                    seen = taken.seen
+                    continue
             if wakeups.closed:
                 return None
+            seen = wakeups.generation
+            granted = await attempt()
+        return granted
     finally:
         if hangup is not None and not hangup.done():
             hangup.cancel()

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
@@ -50,6 +50,20 @@ class Op:
     call: str
     work: Callable[[Connection], Any]
     future: Future[Any] = field(default_factory=Future)
+
+
+Outcome = tuple[bool, Any]
+
+
+class Companion(Protocol):
+    """What runs beside a lane's groups: the waiting claims of the hand-off (control.wakeups)."""
+
+    def join(self, group: Sequence[Op]) -> list[Op]:
+        """Operations to run after `group`'s own, in its transaction (taken from the queue of
+        nobody else)."""
+
+    def committed(self, group: Sequence[Op], outcomes: Sequence[Outcome]) -> None:
+        """Called once the group is committed (or failed), before any of its futures is set."""
 
 
 class _Group(threading.local):
@@ -88,6 +102,8 @@ class Lanes:
         self._queue: deque[list[Op]] = deque()
         self._alive = 0
         self._idle = 0
+        #: Set by the control plane (its wake-ups); None in a store without one.
+        self.companion: Companion | None = None
 
     def submit(self, ops: Sequence[Op]) -> None:
         """Queue operations together: they join one group, in this order, when a lane is free.
@@ -131,11 +147,19 @@ class Lanes:
             return group
 
     def _run(self, group: list[Op]) -> None:
+        companion = self.companion
+        if companion is not None:
+            group = group + companion.join(group)
         try:
             outcomes = self._store.run_group(group)
         except BaseException as exc:  # every waiting operation must hear of it
             log.exception("a shared transaction failed unexpectedly")
             outcomes = [_failure(exc) for _ in group]
+        if companion is not None:
+            try:
+                companion.committed(group, outcomes)
+            except Exception:  # the answers must still go out
+                log.exception("the wake-ups after a shared transaction failed")
         for op, (ok, value) in zip(group, outcomes, strict=True):
             # A request whose client went away cancelled its future; its operation ran anyway
             # (as an answer lost on the way), and the others of the group must still hear.
@@ -144,9 +168,6 @@ class Lanes:
                     op.future.set_result(value)
                 else:
                     op.future.set_exception(value)
-
-
-Outcome = tuple[bool, Any]
 
 
 def _failure(exc: BaseException) -> Outcome:
