@@ -1,4 +1,5 @@
-"""The supervisor's HTTP calls to the control plane (httpx), and what counts as no answer."""
+"""The supervisor's HTTP calls to the control plane (httpx on a lean transport), and what counts as
+no answer."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import httpx
 
 from stateous.client.url import split_urls
+from stateous.supervisor.transport import LeanTransport
 
 __all__ = ["Answer", "NoAnswer", "Remote", "UnreadableAnswer"]
 
@@ -78,7 +80,7 @@ class Remote:
         headers = {"Authorization": f"Bearer {auth_token}"} if auth_token else {}
         self._client = httpx.AsyncClient(
             timeout=REQUEST_TIMEOUT,
-            transport=transport,
+            transport=transport if transport is not None else LeanTransport(),
             trust_env=False,
             headers=headers,
         )
