@@ -83,6 +83,8 @@ def claim_many(
 
 def _save(tx: Tx, row: q.ClaimRecord, request: str, taken: Sequence[Taken]) -> None:
     """Keep this claim as the supervisor's last one, for a repeat of its request id."""
+    if not taken and row.request == request and row.task_id is None and not row.more:
+        return  # kept already: a waiting claim that found nothing again (the hand-off)
     pairs = [(task.id, task.attempt) for task, _, _ in taken]
     q.save_claim(tx.conn, row.supervisor, request, pairs, had_more=bool(row.more))
 
