@@ -33,6 +33,8 @@ class Grant:
     # Set when its `def` routine's thread is done with it (None: no such routine started).
     finished: threading.Event | None = None
     abort: asyncio.Event = field(default_factory=asyncio.Event)
+    # Set once its report is queued for the sender, or once it is sure to send none.
+    queued: asyncio.Event = field(default_factory=asyncio.Event)
     # Its messages that wait for the sender, in order; how many the sender has in hand; set
     # when neither has any (the report waits for the notes, the grant's end for the report).
     pending: deque[Message] = field(default_factory=deque)

@@ -96,10 +96,12 @@ class GrantRunner:
             if outcome is not None and not grant.lost and not shared.forced:
                 grant.reporting = True
                 await self.sender.report(grant, outcome)
+            grant.queued.set()
             await grant.drained.wait()
         except Exception:
             log.exception("task %s of %s: could not finish", grant.task, grant.token)
         finally:
+            grant.queued.set()
             if grant.lost:
                 shared.outbox.remove_attempt(grant.task, grant.attempt)
             if shared.grants.get(grant.task) is grant:
