@@ -20,6 +20,7 @@ from stateous.control.errors import DatabaseBusy, RecordedRefusal, Refusal
 from stateous.control.plane import Plane
 from stateous.control.store.db import Store
 from stateous.control.store.group import Op
+from tests.support.failing_commit import ORPHAN, deferred_foreign_key
 from tests.support.rows import ledger_rows
 
 T1 = datetime(2026, 10, 16, 20, 48, 44, 845389)
@@ -96,26 +97,12 @@ def test_a_failed_commit_fails_every_operation_and_applies_none(
     store: Store, clock: FakeClock, orders: EngineConfig
 ) -> None:
     """A deferred foreign key is checked at COMMIT: the shared commit itself fails."""
-    if store.sqlite:
-        # SQLite checks foreign keys only when asked, per connection.
-        @event.listens_for(store.engine, "connect")
-        def _keys(dbapi_connection: Any, _record: Any) -> None:
-            dbapi_connection.execute("PRAGMA foreign_keys = ON")
-
-        store.engine.dispose()
-    with store.begin() as conn:
-        conn.execute(text("CREATE TABLE parent_row (id INTEGER PRIMARY KEY)"))
-        conn.execute(
-            text(
-                "CREATE TABLE child_row (id INTEGER PRIMARY KEY, parent INTEGER "
-                "REFERENCES parent_row (id) DEFERRABLE INITIALLY DEFERRED)"
-            )
-        )
+    deferred_foreign_key(store)
     clock.set(T1)
     plane = Plane.of(store, orders, clock)
 
     def orphan(conn: Connection) -> str:
-        conn.execute(text("INSERT INTO child_row (id, parent) VALUES (1, 99)"))
+        conn.execute(text(ORPHAN))
         return "written"
 
     answers = plane.run_many(

@@ -22,6 +22,7 @@ from stateous.control.plane import Plane
 from stateous.control.store.db import Store
 from stateous.control.store.group import Op
 from stateous.control.wakeups import Wakeups
+from tests.support.failing_commit import ORPHAN, deferred_foreign_key
 from tests.support.rows import ledger_rows
 
 BOX = "build-box-1"
@@ -173,7 +174,7 @@ def test_a_failed_commit_leaves_the_parked_claim_to_claim_again(plane: Plane, st
 
     def orphan_start(conn: Connection) -> None:
         start(conn, plane.clock, plane.config, "LOST", {"title": "lost"})
-        conn.execute(text("INSERT INTO child_row (id, parent) VALUES (1, 99)"))
+        conn.execute(text(ORPHAN))
 
     async def scenario() -> Any:
         waiting = asyncio.ensure_future(waiting_claim(plane, ["draft"]))
@@ -187,25 +188,6 @@ def test_a_failed_commit_leaves_the_parked_claim_to_claim_again(plane: Plane, st
     granted = asyncio.run(scenario())
     assert (granted["token"], granted["state"]) == ("ORDER-1", "draft")
     assert kinds(store, "LOST") == []
-
-
-def deferred_foreign_key(store: Store) -> None:
-    """A table whose foreign key is checked at COMMIT, so that a commit can be made to fail."""
-    if store.sqlite:
-        # SQLite checks foreign keys only when asked, per connection.
-        @event.listens_for(store.engine, "connect")
-        def _keys(dbapi_connection: Any, _record: Any) -> None:
-            dbapi_connection.execute("PRAGMA foreign_keys = ON")
-
-        store.engine.dispose()
-    with store.begin() as conn:
-        conn.execute(text("CREATE TABLE parent_row (id INTEGER PRIMARY KEY)"))
-        conn.execute(
-            text(
-                "CREATE TABLE child_row (id INTEGER PRIMARY KEY, parent INTEGER "
-                "REFERENCES parent_row (id) DEFERRABLE INITIALLY DEFERRED)"
-            )
-        )
 
 
 # --- Wakeups alone ------------------------------------------------------------------------------
