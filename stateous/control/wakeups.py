@@ -33,7 +33,7 @@ from typing import Any
 
 from stateous.control.store.group import Op, Outcome
 
-__all__ = ["QUEUING_CALLS", "Wakeups"]
+__all__ = ["QUEUING_CALLS", "Waiter", "Wakeups"]
 
 #: The engine calls whose transaction can queue a task or make a queued one claimable: a start,
 #: a fire, a report, a resume (a paused token's tasks become claimable), a cancel (a parent
