@@ -83,9 +83,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
         key = (url.host, url.port or 80)
         connection = self._take(key) or await _connect(request, key, timeouts.get("connect"))
         try:
-            head = _head(request, await request.aread())
+            sent = _on_the_wire(request, await request.aread())
             try:
-                connection.writer.write(head)
+                connection.writer.write(sent)
             except OSError as exc:
                 raise httpx.WriteError(str(exc) or type(exc).__name__, request=request) from exc
             async with _reading(request, timeouts.get("read")):
@@ -147,7 +147,7 @@ async def _connect(
     return _Connection(reader, writer)
 
 
-def _head(request: httpx.Request, body: bytes) -> bytes:
+def _on_the_wire(request: httpx.Request, body: bytes) -> bytes:
     """The request's line, headers and body, as they go on the wire."""
     lines = [b"%s %s HTTP/1.1" % (request.method.encode("ascii"), request.url.raw_path)]
     lines.extend(b"%s: %s" % pair for pair in _headers(request.headers.raw))

@@ -75,9 +75,12 @@ async def claim_waiting[T](
                 return None
             taken = sleep.result()
             if taken is not None and taken.op is not None:
-                with contextlib.suppress(Exception):  # its transaction failed: claim again
+                try:
                     granted = await asyncio.wrap_future(taken.op.future)
-                    seen = taken.seen
+                except Exception:
+                    pass  # its shared transaction failed: it claims on its own, below
+                else:
+                    seen = taken.seen  # what its claim in the lane has seen
                     continue
             if wakeups.closed:
                 return None

@@ -59,8 +59,8 @@ class Companion(Protocol):
     """What runs beside a lane's groups: the waiting claims of the hand-off (control.wakeups)."""
 
     def join(self, group: Sequence[Op]) -> list[Op]:
-        """Operations to run after `group`'s own, in its transaction (taken from the queue of
-        nobody else)."""
+        """Operations to run after `group`'s own, in its transaction; each is handed to this
+        lane alone."""
 
     def committed(self, group: Sequence[Op], outcomes: Sequence[Outcome]) -> None:
         """Called once the group is committed (or failed), before any of its futures is set."""
