@@ -26,7 +26,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.dml import UpdateBase
 
-__all__ = ["AnyRow", "Rows", "execute", "execute_sql"]
+__all__ = ["AnyRow", "Rows", "execute", "execute_begin", "execute_sql"]
 
 Processor = Callable[[Any], Any]
 
@@ -129,7 +129,16 @@ def execute(
 
 def execute_sql(conn: Connection, sql: str) -> None:
     """Run SQL without parameters or rows (a SAVEPOINT, say) on the driver's cursor."""
-    cursor = _cursor(conn)
+    _driver_sql(conn, sql, _cursor(conn))
+
+
+def execute_begin(conn: Connection, sql: str) -> None:
+    """Run the SQL that begins a transaction (`BEGIN IMMEDIATE`) on the driver's cursor, from
+    SQLAlchemy's `begin` event, as `conn.exec_driver_sql` would (which costs about 30 µs)."""
+    _driver_sql(conn, sql, conn.connection.dbapi_connection.cursor())  # type: ignore[union-attr]
+
+
+def _driver_sql(conn: Connection, sql: str, cursor: Any) -> None:
     try:
         cursor.execute(sql)
     except Exception as exc:

@@ -42,6 +42,9 @@ GROUP_MOST = 32
 #: A lane with nothing to do for this long ends its thread (a new one starts on demand).
 IDLE_SECONDS = 2.0
 
+#: A lane with nothing to do for this long gives back the connection it keeps between groups.
+HOLD_SECONDS = 0.02
+
 
 @dataclass
 class Op:
@@ -121,8 +124,9 @@ class Lanes:
 
     def _lane(self) -> None:
         try:
-            while (group := self._take()) is not None:
-                self._run(group)
+            with self._store.holding_connections():
+                while (group := self._take()) is not None:
+                    self._run(group)
         except BaseException:  # never leave the queue without a lane that counts as alive
             with self._cond:
                 self._alive -= 1
@@ -130,16 +134,30 @@ class Lanes:
             raise
 
     def _take(self) -> list[Op] | None:
-        """Everything queued (up to the group's limit); None when idle for long: the lane ends."""
+        """Everything queued (up to the group's limit); None when idle for long: the lane ends.
+
+        Under load the next group comes within a moment, on the connection the lane keeps; a
+        lane with nothing to do for `HOLD_SECONDS` gives its connection back to the pool.
+        """
+        group = self._next(HOLD_SECONDS, last=False)
+        if group is None:
+            self._store.release_connection()
+            group = self._next(IDLE_SECONDS, last=True)
+        return group
+
+    def _next(self, seconds: float, *, last: bool) -> list[Op] | None:
+        """What `_take` takes, once queued within `seconds`; None when nothing came (`last`:
+        the lane ends, and no longer counts as alive)."""
         with self._cond:
             while not self._queue:
                 self._idle += 1
                 try:
-                    woken = self._cond.wait(IDLE_SECONDS)
+                    woken = self._cond.wait(seconds)
                 finally:
                     self._idle -= 1
                 if not woken and not self._queue:
-                    self._alive -= 1
+                    if last:
+                        self._alive -= 1
                     return None
             group = self._queue.popleft()
             while self._queue and len(group) + len(self._queue[0]) <= self._most:

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    JSON,
     BigInteger,
     Boolean,
     Connection,
@@ -21,6 +22,7 @@ from sqlalchemy import (
     bindparam,
     case,
     cast,
+    column,
     delete,
     func,
     insert,
@@ -339,11 +341,20 @@ def tokens_folded_in(conn: Connection, lowered: Sequence[str]) -> dict[str, Toke
     return found
 
 
-#: Ids bound in one `IN (...)`: far below any database's limit of bound parameters.
+#: Ids looked up in one statement.
 _IN_MOST = 500
 _FOLDED = select(tokens)
+# The ids are one bound value (a JSON array on SQLite, an array on Postgres), so the statement
+# is the same for any number of them and runs on the driver's cursor (`direct`); both walk the
+# unique index `tokens_folded`.
 _FOLDED_IN = {
-    "sqlite": _FOLDED.where(func.lower(tokens.c.token).in_(bindparam("lowered", expanding=True))),
+    "sqlite": _FOLDED.where(
+        func.lower(tokens.c.token).in_(
+            select(column("value")).select_from(
+                func.json_each(bindparam("lowered", type_=JSON)).table_valued("value")
+            )
+        )
+    ),
     "postgresql": _FOLDED.where(
         func.lower(tokens.c.token) == any_(bindparam("lowered", type_=ARRAY(String)))
     ),
@@ -351,9 +362,11 @@ _FOLDED_IN = {
 
 
 def insert_tokens(conn: Connection, records: Sequence[TokenRecord]) -> None:
-    """Insert new token rows, all in one statement."""
-    if records:
-        conn.execute(_INSERT_TOKEN, [record.__dict__ for record in records])
+    """Insert new token rows, `_ROWS_MOST` a statement."""
+    insert_rows(conn, tokens, _TOKEN_COLUMNS, [record.__dict__ for record in records])
+
+
+_TOKEN_COLUMNS = tuple(c.name for c in tokens.c)
 
 
 def insert_first_tasks(
@@ -368,10 +381,18 @@ def insert_first_tasks(
          "queued_at": now}
         for token, state in firsts
     ]  # fmt: skip
-    return {token: task for token, task in conn.execute(_INSERT_FIRST_TASKS, rows)}
+    ids: dict[str, int] = {}
+    for first in range(0, len(rows), _ROWS_MOST):
+        part = rows[first : first + _ROWS_MOST]
+        statement = _rows_insert(tasks, _FIRST_TASK_COLUMNS, len(part), returning=True)
+        ids.update(
+            (token, task)
+            for token, task in run(conn, statement, _row_params(_FIRST_TASK_COLUMNS, part))
+        )
+    return ids
 
 
-_INSERT_FIRST_TASKS = insert(tasks).returning(tasks.c.token, tasks.c.id)
+_FIRST_TASK_COLUMNS = ("token", "state", "visit", "status", "attempt", "queued_at")
 
 
 def update_token(conn: Connection, token: str, **values: Any) -> None:
@@ -432,14 +453,11 @@ def insert_ledger(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
 def insert_rows(
     conn: Connection, table: Table, columns: Sequence[str], rows: Sequence[dict[str, Any]]
 ) -> None:
-    """Insert `rows` (each with a value for every column of `columns`) in one statement, or,
-    past `_ROWS_MOST` rows, with the driver's executemany."""
-    if not rows:
-        return
-    if len(rows) > _ROWS_MOST:
-        conn.execute(insert(table), list(rows))
-        return
-    run(conn, _rows_insert(table, tuple(columns), len(rows)), _row_params(columns, rows))
+    """Insert `rows` (each with a value for every column of `columns`), `_ROWS_MOST` rows a
+    statement, on the driver's cursor (`direct`)."""
+    for first in range(0, len(rows), _ROWS_MOST):
+        part = rows[first : first + _ROWS_MOST]
+        run(conn, _rows_insert(table, tuple(columns), len(part)), _row_params(columns, part))
 
 
 _LEDGER_COLUMNS = ("token", "seq", "at", "kind", "key", "data")
@@ -448,10 +466,16 @@ _ROWS_MOST = 100
 
 
 @functools.cache
-def _rows_insert(table: Table, columns: tuple[str, ...], count: int) -> Any:
-    """`INSERT INTO <table> (...) VALUES (...), (...)` for `count` rows, built once each."""
+def _rows_insert(
+    table: Table, columns: tuple[str, ...], count: int, *, returning: bool = False
+) -> Any:
+    """`INSERT INTO <table> (...) VALUES (...), (...)` for `count` rows, built once each;
+    `returning`: answering each row's `token` and `id`."""
     sql, binds = _rows_sql(table, columns, count)
-    return text(sql).bindparams(*binds)
+    if not returning:
+        return text(sql).bindparams(*binds)
+    answered = text(f"{sql} RETURNING token, id").bindparams(*binds)
+    return answered.columns(table.c.token, table.c.id)
 
 
 def _rows_sql(table: Table, columns: Sequence[str], count: int) -> tuple[str, list[Any]]:
