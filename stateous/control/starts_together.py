@@ -49,6 +49,17 @@ class _Together:
         #: The starts the lane took (fixed at the first run; a rerun applies the same ones).
         self.taken: Sequence[StartArgs] | None = None
         self.op = Op("start", partial(owner.apply, self))
+        #: The operation's future as the event loop awaits it, made once for all its starts
+        #: (each wrapper costs a wake-up of the loop from the lane's thread).
+        self.awaited: asyncio.Future[list[Started | Refusal]] | None = None
+
+    def outcomes(self) -> asyncio.Future[list[Started | Refusal]]:
+        """The operation's future, for the running event loop."""
+        loop = asyncio.get_running_loop()
+        awaited = self.awaited
+        if awaited is None or awaited.get_loop() is not loop:
+            awaited = self.awaited = asyncio.wrap_future(self.op.future, loop=loop)
+        return awaited
 
 
 class StartsTogether:
@@ -73,8 +84,7 @@ class StartsTogether:
             self._plane.store.submit([together.op])
         try:
             # Shielded: a request whose client went away must not cancel the others' operation.
-            shared = asyncio.wrap_future(together.op.future)
-            outcomes: list[Started | Refusal] = await asyncio.shield(shared)
+            outcomes: list[Started | Refusal] = await asyncio.shield(together.outcomes())
         except Raced:
             return await start_alone(self._plane, args)
         outcome = outcomes[index]

@@ -206,12 +206,14 @@ class Store:
         conn, self._held.conn = self._held.conn, None
         if conn is None:
             return
+        pool = self._held.pool
         with contextlib.suppress(SQLAlchemyError):
-            if self._held.pool is not self.engine.pool:
-                # The engine was disposed meanwhile: its old pool would keep the connection
-                # open, unused, until collected. Invalidating closes the driver's connection.
-                conn.invalidate()
             conn.close()
+            if pool is not None and pool is not self.engine.pool:
+                # The engine was disposed while the lane kept the connection: its old pool
+                # would keep it open, unused, until collected. (A dispose after this check
+                # closes it itself: the connection is back in that pool.)
+                pool.dispose()
 
     @contextmanager
     def _connection(self, read: bool) -> Iterator[Connection]:

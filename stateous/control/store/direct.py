@@ -19,14 +19,16 @@ import functools
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Table, insert
+from sqlalchemy.dialects.sqlite import DATETIME as SQLITE_DATETIME
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.dml import UpdateBase
 
-__all__ = ["AnyRow", "Rows", "execute", "execute_begin", "execute_sql"]
+__all__ = ["AnyRow", "Rows", "execute", "execute_begin", "execute_sql", "insert_values"]
 
 Processor = Callable[[Any], Any]
 
@@ -184,6 +186,87 @@ def _run(conn: Connection, plan: _Plan, args: Sequence[Any] | dict[str, Any]) ->
     return Rows(rows, len(rows))
 
 
+def insert_values(
+    conn: Connection,
+    table: Table,
+    columns: tuple[str, ...],
+    rows: Sequence[Mapping[str, Any]],
+    returning: tuple[str, ...] = (),
+) -> Rows:
+    """Insert `rows` (each with a value for every column of `columns`) in one statement,
+    `INSERT INTO <table> (...) VALUES (...), (...) [RETURNING ...]`, on the driver's cursor.
+
+    The values are bound by position, each through its column type's bind processor, with no
+    parameter names to build and match: for a start's four ledger rows that is a third of
+    the statement's CPU. A driver that binds neither `?` nor `%s` gets SQLAlchemy's own
+    multi-row INSERT.
+    """
+    shape = _values_shape(conn.dialect, table, columns, len(rows), returning)
+    if shape is None:
+        statement = insert(table).values([{c: row[c] for c in columns} for row in rows])
+        if returning:
+            statement = statement.returning(*(table.c[c] for c in returning))
+        return execute(conn, statement)
+    sql, processors = shape
+    args = [
+        value if process is None else process(value)
+        for row in rows
+        for process, value in zip(processors, [row[c] for c in columns], strict=True)
+    ]
+    return _run(conn, _values_plan(sql, returning), args)
+
+
+@functools.lru_cache(maxsize=256)
+def _values_shape(
+    dialect: Dialect, table: Table, columns: tuple[str, ...], count: int, returning: tuple[str, ...]
+) -> tuple[str, tuple[Processor | None, ...]] | None:
+    """The SQL of `insert_values` and each column's bind processor (None: a dialect binding
+    neither by `?` nor by `%s`)."""
+    mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(dialect.paramstyle)
+    if mark is None:
+        return None
+    row = "(" + ", ".join([mark] * len(columns)) + ")"
+    names = ", ".join(f'"{name}"' for name in columns)
+    sql = f"INSERT INTO {table.name} ({names}) VALUES " + ", ".join([row] * count)
+    if returning:
+        sql += " RETURNING " + ", ".join(f'"{name}"' for name in returning)
+    return sql, tuple(_bind_processor(dialect, table.c[name].type) for name in columns)
+
+
+@functools.lru_cache(maxsize=256)
+def _values_plan(sql: str, returning: tuple[str, ...]) -> _Plan:
+    """A plan that `_run` can run: the SQL, and its rows keyed by `returning` (no result
+    processors: the columns answered are ids and text)."""
+    return _Plan(
+        sql=sql, names=None, binds=dict, processors=(), constants={}, lists=(),
+        row_type=_row_type(returning), results=(None,) * len(returning),
+    )  # fmt: skip
+
+
+def _bind_processor(dialect: Dialect, kind: Any) -> Processor | None:
+    """A column type's bind processor for `dialect`; SQLite's DATETIME's is replaced by one
+    that writes the same text about four times faster."""
+    impl = kind.dialect_impl(dialect)
+    process: Processor | None = impl.bind_processor(dialect)
+    if isinstance(impl, SQLITE_DATETIME) and impl._storage_format == _SQLITE_FORMAT:
+        return _sqlite_datetime(process)
+    return process
+
+
+#: SQLAlchemy's default storage format of SQLite's DATETIME: `isoformat(" ", "microseconds")`
+#: of a datetime without a time zone, which ignores any time zone.
+_SQLITE_FORMAT = SQLITE_DATETIME()._storage_format  # type: ignore[no-untyped-call]
+
+
+def _sqlite_datetime(slow: Processor | None) -> Processor:
+    def process(value: Any) -> Any:
+        if type(value) is datetime and value.tzinfo is None:
+            return value.isoformat(" ", "microseconds")
+        return value if slow is None else slow(value)  # aware, a date, None, a string: as before
+
+    return process
+
+
 @functools.lru_cache(maxsize=512)
 def _row_type(keys: tuple[str, ...]) -> type[Row]:
     """The class of rows with these column keys."""
@@ -224,7 +307,7 @@ def _compile(
         constants = {k: v for k, v in state.parameters.items() if k not in fixed}
     processors = []
     for bind, name in compiled.bind_names.items():
-        process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+        process = _bind_processor(dialect, bind.type)
         if process is None:
             continue
         if name in expanding:

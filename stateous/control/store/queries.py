@@ -36,7 +36,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from stateous.control.store.direct import AnyRow
+from stateous.control.store.direct import AnyRow, insert_values
 from stateous.control.store.direct import execute as run
 from stateous.control.store.tables import (
     claim_grants,
@@ -384,11 +384,8 @@ def insert_first_tasks(
     ids: dict[str, int] = {}
     for first in range(0, len(rows), _ROWS_MOST):
         part = rows[first : first + _ROWS_MOST]
-        statement = _rows_insert(tasks, _FIRST_TASK_COLUMNS, len(part), returning=True)
-        ids.update(
-            (token, task)
-            for token, task in run(conn, statement, _row_params(_FIRST_TASK_COLUMNS, part))
-        )
+        answered = insert_values(conn, tasks, _FIRST_TASK_COLUMNS, part, ("token", "id"))
+        ids.update((token, task) for token, task in answered)
     return ids
 
 
@@ -455,9 +452,9 @@ def insert_rows(
 ) -> None:
     """Insert `rows` (each with a value for every column of `columns`), `_ROWS_MOST` rows a
     statement, on the driver's cursor (`direct`)."""
+    names = tuple(columns)
     for first in range(0, len(rows), _ROWS_MOST):
-        part = rows[first : first + _ROWS_MOST]
-        run(conn, _rows_insert(table, tuple(columns), len(part)), _row_params(columns, part))
+        insert_values(conn, table, names, rows[first : first + _ROWS_MOST])
 
 
 _LEDGER_COLUMNS = ("token", "seq", "at", "kind", "key", "data")
@@ -465,21 +462,9 @@ _LEDGER_COLUMNS = ("token", "seq", "at", "kind", "key", "data")
 _ROWS_MOST = 100
 
 
-@functools.cache
-def _rows_insert(
-    table: Table, columns: tuple[str, ...], count: int, *, returning: bool = False
-) -> Any:
-    """`INSERT INTO <table> (...) VALUES (...), (...)` for `count` rows, built once each;
-    `returning`: answering each row's `token` and `id`."""
-    sql, binds = _rows_sql(table, columns, count)
-    if not returning:
-        return text(sql).bindparams(*binds)
-    answered = text(f"{sql} RETURNING token, id").bindparams(*binds)
-    return answered.columns(table.c.token, table.c.id)
-
-
 def _rows_sql(table: Table, columns: Sequence[str], count: int) -> tuple[str, list[Any]]:
-    """The SQL of `_rows_insert` and its typed binds (`<column>_<row>`)."""
+    """`INSERT INTO <table> (...) VALUES (...), (...)` for `count` rows, and its typed binds
+    (`<column>_<row>`): the ledger's part of `_fused_writes`."""
     groups = ", ".join(
         "(" + ", ".join(f":{name}_{i}" for name in columns) + ")" for i in range(count)
     )

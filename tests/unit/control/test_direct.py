@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import sqlite3
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, DateTime, insert, select, text
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 
+from stateous.control.errors import DatabaseBusy
 from stateous.control.store import direct
 from stateous.control.store import queries as q
-from stateous.control.store.db import Store
+from stateous.control.store.db import Store, make_engine
+from stateous.control.store.tables import ledger, tasks
 
 AT = datetime(2026, 10, 16, 20, 48, 44, 845389)
 
@@ -121,3 +126,75 @@ def test_a_statement_on_a_connection_without_a_transaction_begins_one(store: Sto
 def _token_row(token: str) -> dict[str, Any]:
     record = q.TokenRecord(token, "draft", "active", 1, {}, AT, None, None)
     return dict(record.__dict__)
+
+
+def test_insert_values_writes_what_sqlalchemys_insert_writes(store: Store) -> None:
+    """The same stored values (SQLite: the same text), in one statement, keyed row by row."""
+    rows = [
+        {"token": token, "seq": 1, "at": at, "kind": "started", "key": key, "data": data}
+        for token, at, key, data in [
+            ("A-1", AT, None, {"a": [1, "é"]}),
+            ("A-2", AT.replace(microsecond=0), "k", "text"),
+            ("A-3", AT.replace(tzinfo=UTC), None, {}),
+        ]
+    ]
+    ours = [dict(row, token=row["token"].replace("A", "O")) for row in rows]
+    stored = text("SELECT token, seq, CAST(at AS TEXT), kind, key, data FROM ledger ORDER BY token")
+    with store.begin() as conn:
+        conn.execute(insert(ledger), rows)
+        direct.insert_values(conn, ledger, q._LEDGER_COLUMNS, ours)
+        found = [tuple(r) for r in conn.execute(stored)]
+    theirs = [r for r in found if r[0].startswith("A")]
+    assert [r[1:] for r in found if r[0].startswith("O")] == [r[1:] for r in theirs]
+    assert len(theirs) == 3
+
+
+def test_insert_values_answers_the_columns_returned(store: Store) -> None:
+    rows = [
+        {"token": token, "state": "draft", "visit": 1, "status": "queued", "attempt": 0,
+         "queued_at": AT}
+        for token in ("R-1", "R-2", "R-3")
+    ]  # fmt: skip
+    with store.begin() as conn:
+        answered = direct.insert_values(conn, tasks, tuple(rows[0]), rows, ("token", "id"))
+        ids = {r.token: r.id for r in conn.execute(select(tasks.c.token, tasks.c.id))}
+    assert {tuple(r) for r in answered} == set(ids.items())
+    assert all(r._mapping.keys() == {"token", "id"} for r in answered)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        AT,
+        AT.replace(microsecond=0),
+        datetime(9, 1, 2, 3, 4, 5, 6),
+        AT.replace(tzinfo=UTC),  # aware: SQLAlchemy's own processor (the zone is ignored)
+        AT.date(),
+        None,
+    ],
+)
+def test_sqlite_datetimes_are_written_as_sqlalchemy_writes_them(value: Any) -> None:
+    dialect = sqlite.dialect()
+    theirs = DateTime().dialect_impl(dialect).bind_processor(dialect)
+    ours = direct._bind_processor(dialect, DateTime())
+    assert theirs is not None and ours is not None
+    assert ours(value) == theirs(value)
+
+
+def test_begin_against_another_writer_is_database_busy(migrated_db_url: str) -> None:
+    """`BEGIN IMMEDIATE` (run on the driver's cursor) waits the busy timeout, then is refused as
+    SQLAlchemy's error, which the store answers as `database_busy`; nothing is written."""
+    if not migrated_db_url.startswith("sqlite"):
+        pytest.skip("SQLite's write lock; Postgres has no BEGIN IMMEDIATE")
+    store = Store(make_engine(migrated_db_url, busy_timeout=0.2))
+    other = sqlite3.connect(make_url(migrated_db_url).database or "", isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(DatabaseBusy), store.begin() as conn:
+            q.insert_token(conn, q.TokenRecord("B-1", "draft", "active", 1, {}, AT, None, None))
+        other.execute("ROLLBACK")
+        with store.begin() as conn:
+            assert q.get_token(conn, "B-1") is None
+    finally:
+        other.close()
+        store.engine.dispose()
