@@ -33,6 +33,7 @@ class ModelValidator:
         # Compiled once (spec 75 §5): the common case, a valid value, never reaches the
         # interpreted validator, which still writes the messages of an invalid one.
         self._compiled = _compile(root, _reachable(schemas, name))
+        self._defaults = _defaults(self.schema)
 
     def errors(self, value: Any) -> str | None:
         """The validator's messages joined by `; ` (each `{path}: {message}`), or None if valid.
@@ -62,12 +63,22 @@ class ModelValidator:
     def with_defaults(self, value: Mapping[str, Any]) -> dict[str, Any]:
         """`value` with each top-level property default added when absent (given keys first)."""
         filled = dict(value)
-        properties = self.schema.get("properties", {})
-        if isinstance(properties, Mapping):
-            for key, prop in properties.items():
-                if key not in filled and isinstance(prop, Mapping) and "default" in prop:
-                    filled[key] = copy.deepcopy(prop["default"])
+        for key, default in self._defaults:
+            if key not in filled:
+                filled[key] = copy.deepcopy(default)
         return filled
+
+
+def _defaults(schema: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(property, default) of each top-level property that has a default, found once."""
+    properties = schema.get("properties", {})
+    if not isinstance(properties, Mapping):
+        return []
+    return [
+        (key, prop["default"])
+        for key, prop in properties.items()
+        if isinstance(prop, Mapping) and "default" in prop
+    ]
 
 
 def _compile(root: Mapping[str, Any], used: list[Any]) -> Any:
