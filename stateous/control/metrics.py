@@ -139,6 +139,7 @@ class Metrics:
         self.refusals = Counter(
             "stateous_refusals", "Requests refused, by refusal code.", ["code"], registry=r
         )
+        self._timed: dict[tuple[str, str], Histogram] = {}
         self.latency = Histogram(
             "stateous_request_duration_seconds",
             "Time to answer a request, by route.",
@@ -181,7 +182,10 @@ class Metrics:
         self, method: str, route: str, status: int, code: str | None, seconds: float
     ) -> None:
         """Count one answered request."""
-        self.latency.labels(method, route).observe(seconds)
+        timed = self._timed.get((method, route))
+        if timed is None:  # `labels` checks and locks on each call: its child is kept instead
+            timed = self._timed[(method, route)] = self.latency.labels(method, route)
+        timed.observe(seconds)
         if code is not None:
             self.refusals.labels(code).inc()
         if route == "/tasks/claim":
