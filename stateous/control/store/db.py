@@ -209,11 +209,24 @@ class Store:
         pool = self._held.pool
         with contextlib.suppress(SQLAlchemyError):
             conn.close()
-            if pool is not None and pool is not self.engine.pool:
-                # The engine was disposed while the lane kept the connection: its old pool
-                # would keep it open, unused, until collected. (A dispose after this check
-                # closes it itself: the connection is back in that pool.)
+        if pool is not None and pool is not self.engine.pool:
+            # The engine was disposed while the lane kept the connection: its old pool would
+            # keep it open, unused, until collected. (A dispose after this check closes it
+            # itself: the connection is back in that pool.)
+            with contextlib.suppress(SQLAlchemyError):
                 pool.dispose()
+
+    def _connect_held(self) -> Connection:
+        """A connection for this lane to keep, and the pool it came from (an engine disposed
+        while it was taken may have handed it from either pool: then from neither)."""
+        while True:
+            pool = self.engine.pool
+            conn = self.engine.connect()
+            if self.engine.pool is pool:
+                self._held.pool = pool
+                return conn
+            conn.invalidate()  # closes the driver's connection, whichever pool it came from
+            conn.close()
 
     @contextmanager
     def _connection(self, read: bool) -> Iterator[Connection]:
@@ -232,8 +245,7 @@ class Store:
         ):
             # None yet, lost, dropped after a failed commit, or of a pool since disposed.
             self.release_connection()
-            self._held.pool = self.engine.pool
-            held = self._held.conn = self.engine.connect()
+            held = self._held.conn = self._connect_held()
         yield held
 
     @contextmanager
