@@ -193,8 +193,12 @@ class Store:
     def holding_connections(self) -> Iterator[None]:
         """Within: this thread (a lane) keeps the connection of its transactions from one to
         the next, until `release_connection` (a pool checkout and check-in cost about 100 µs
-        of CPU, a tenth of a start's under load)."""
-        self._held.on = True
+        of CPU, a tenth of a start's under load).
+
+        SQLite's lane only: Postgres lanes take theirs from the pool each time (kept ones were
+        once found open at collection in the test suite, a psycopg ResourceWarning), and a
+        shared in-memory connection is never taken."""
+        self._held.on = self.sqlite and not self._shared
         try:
             yield
         finally:
@@ -232,9 +236,7 @@ class Store:
     def _connection(self, read: bool) -> Iterator[Connection]:
         """The connection of a transaction: the one this thread keeps (a lane's write), else
         one from the pool for this transaction alone."""
-        # Postgres lanes take theirs from the pool each time: kept ones were once found open
-        # at collection in the test suite (a psycopg ResourceWarning), cause not yet found.
-        if read or self._shared or not self._held.on or not self.sqlite:
+        if read or not self._held.on:
             with self.engine.connect() as conn:
                 yield conn
             return
