@@ -65,13 +65,13 @@ def read_figures(conn: Connection, now: datetime | None = None) -> Figures:
     rows = conn.execute(
         select(t.tokens.c.workflow, t.tasks.c.state, func.count())
         .select_from(joined)
-        .where(t.tasks.c.status == "queued")
+        .where(t.TASK_IS_OPEN, t.tasks.c.status == "queued")
         .group_by(t.tokens.c.workflow, t.tasks.c.state)
     )
     for workflow, state, count in rows:
         queued[state if workflow is None else f"{workflow}/{state}"] = count
     oldest = conn.execute(
-        select(func.min(t.tasks.c.queued_at)).where(t.tasks.c.status == "queued")
+        select(func.min(t.tasks.c.queued_at)).where(t.TASK_IS_OPEN, t.tasks.c.status == "queued")
     ).scalar()
     supervisors = registry.counts_by_status(conn, now) if now is not None else {}
     return Figures(tokens, tasks, queued, oldest, supervisors)

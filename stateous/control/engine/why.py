@@ -24,7 +24,7 @@ from stateous.control.store import queries as q
 from stateous.control.store import registry
 from stateous.control.store.operator_queries import state_name
 from stateous.control.store.queries import TaskRecord, TokenRecord
-from stateous.control.store.tables import tasks, tokens
+from stateous.control.store.tables import TASK_IS_OPEN, tasks, tokens
 from stateous.model.graph import StateSpec
 from stateous.model.wire import OWN_EVENTS
 
@@ -162,6 +162,7 @@ def _queued_behind(tx: Tx, token: TokenRecord, task: TaskRecord, name: str) -> F
         select(func.count())
         .select_from(tasks.join(tokens, tokens.c.token == tasks.c.token))
         .where(
+            TASK_IS_OPEN,
             tasks.c.status == "queued",
             tasks.c.state == task.state,
             tasks.c.id < task.id,

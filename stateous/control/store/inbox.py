@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 
 from stateous.control.store.operator_queries import state_name
-from stateous.control.store.tables import ledger, tasks, tokens
+from stateous.control.store.tables import TASK_IS_OPEN, ledger, tasks, tokens
 
 __all__ = ["Waiting", "waiting_tasks"]
 
@@ -63,7 +63,7 @@ def waiting_tasks(conn: Connection, state: str | None, limit: int) -> list[Waiti
             since,
         )
         .join(tokens, tokens.c.token == tasks.c.token)
-        .where(tasks.c.status == "waiting", tokens.c.status.in_(LIVE))
+        .where(TASK_IS_OPEN, tasks.c.status == "waiting", tokens.c.status.in_(LIVE))
     )
     if state is not None:
         workflow, _, name = state.rpartition("/")

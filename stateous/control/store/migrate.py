@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "stateous_version"
-HEAD = "0009"
+HEAD = "0010"
 
 # The tables of spec 80 §1-2 (audit, bulk jobs), made by 0006.
 BY_0006 = frozenset({"audit", "bulk_jobs", "bulk_matches"})
@@ -39,6 +39,7 @@ TABLES_AT: dict[str, frozenset[str]] = {
     "0007": frozenset(TABLE_NAMES),
     "0008": frozenset(TABLE_NAMES),
     "0009": frozenset(TABLE_NAMES),
+    "0010": frozenset(TABLE_NAMES),
 }
 
 

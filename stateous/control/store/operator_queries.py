@@ -15,7 +15,16 @@ from sqlalchemy import ColumnElement, Connection, Row, Select, func, literal_col
 
 from stateous.control.store.direct import AnyRow
 from stateous.control.store.queries import TaskRecord
-from stateous.control.store.tables import control_plane, ledger, memory, tasks, timers, tokens
+from stateous.control.store.tables import (
+    OPEN_TASK_STATUSES,
+    TASK_IS_OPEN,
+    control_plane,
+    ledger,
+    memory,
+    tasks,
+    timers,
+    tokens,
+)
 
 
 def state_name(workflow: str | None, state: str) -> str:
@@ -101,6 +110,8 @@ def list_tasks(
     query = _tasks_query()
     if status is not None:
         query = query.where(tasks.c.status == status)
+        if status in OPEN_TASK_STATUSES:
+            query = query.where(TASK_IS_OPEN)
     if token is not None:
         query = query.where(tasks.c.token == token)
     if supervisor is not None:
@@ -183,7 +194,7 @@ def stats(conn: Connection, states: Iterable[str], token_statuses: Iterable[str]
     held = (
         select(tokens.c.workflow, tasks.c.state, tasks.c.status, func.count())
         .join(tokens, tokens.c.token == tasks.c.token)
-        .where(tasks.c.status.in_(("queued", "claimed", "waiting")))
+        .where(TASK_IS_OPEN)
         .group_by(tokens.c.workflow, tasks.c.state, tasks.c.status)
     )
     for query in (live, held):
@@ -194,7 +205,7 @@ def stats(conn: Connection, states: Iterable[str], token_statuses: Iterable[str]
             )
             entry[status] = int(count)
     oldest = conn.execute(
-        select(func.min(tasks.c.queued_at)).where(tasks.c.status == "queued")
+        select(func.min(tasks.c.queued_at)).where(TASK_IS_OPEN, tasks.c.status == "queued")
     ).scalar()
     serving = conn.execute(select(control_plane.c.serving).where(control_plane.c.id == 1)).scalar()
     return Stats(by_status, per_state, oldest, serving)

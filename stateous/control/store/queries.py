@@ -39,6 +39,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from stateous.control.store.direct import AnyRow, insert_values
 from stateous.control.store.direct import execute as run
 from stateous.control.store.tables import (
+    TASK_IS_OPEN,
     claim_grants,
     claims,
     control_plane,
@@ -745,7 +746,7 @@ def _pair_candidates(workflow: str | None, state: str, limit: int) -> Select[Any
     parent = select(tokens.c.parent).where(own).scalar_subquery().label("parent")
     return (
         select(tasks, parent)
-        .where(tasks.c.status == "queued", tasks.c.state == state, claimable)
+        .where(TASK_IS_OPEN, tasks.c.status == "queued", tasks.c.state == state, claimable)
         .order_by(tasks.c.id)
         .limit(limit)
     )

@@ -13,7 +13,10 @@ from sqlalchemy import (
     String,
     Table,
     func,
+    literal_column,
+    text,
 )
+from sqlalchemy.sql.elements import ColumnElement
 
 # Explicit names make migrations and compare_metadata stable across SQLite and Postgres.
 NAMING_CONVENTION = {
@@ -46,7 +49,10 @@ tokens = Table(
     Column("workflow", String(64), nullable=True),
 )
 Index("tokens_folded", func.lower(tokens.c.token), unique=True)
-Index("tokens_parent", tokens.c.parent)
+# Most tokens have no parent: the index holds only children (migration 0010), so a token's
+# start or move writes no entry of it. `parent = ?` implies the condition on both databases.
+_HAS_PARENT = tokens.c.parent.is_not(None)
+Index("tokens_parent", tokens.c.parent, sqlite_where=_HAS_PARENT, postgresql_where=_HAS_PARENT)
 # The listing orders by entered_at descending, then the id, optionally filtered by status: the
 # indexes hold that order, so a listing walks them and never sorts (migration 0008).
 Index("tokens_moved", tokens.c.entered_at.desc(), tokens.c.token)
@@ -62,7 +68,17 @@ ledger = Table(
     Column("key", String(256), nullable=True),
     Column("data", JsonType, nullable=False),
 )
-Index("ledger_key", ledger.c.token, ledger.c.key, unique=True)
+# Only rows with a key (null keys never collide, and no query looks one up): the ledger's other
+# rows write no entry of it (migration 0010). `key = ?` implies the condition.
+_HAS_KEY = ledger.c.key.is_not(None)
+Index(
+    "ledger_key",
+    ledger.c.token,
+    ledger.c.key,
+    unique=True,
+    sqlite_where=_HAS_KEY,
+    postgresql_where=_HAS_KEY,
+)
 
 tasks = Table(
     "tasks",
@@ -77,10 +93,46 @@ tasks = Table(
     Column("lease_until", DateTime(), nullable=True),
     Column("queued_at", DateTime(), nullable=False),
 )
-Index("tasks_queue", tasks.c.status, tasks.c.state, tasks.c.id)
+#: The statuses of a task not yet ended.
+OPEN_TASK_STATUSES = ("queued", "claimed", "waiting")
+
+
+def _task_is_open() -> ColumnElement[bool]:
+    # The statuses as literals, not bound values: a planner uses a partial index only for a
+    # query whose condition implies the index's, and SQLite proves that only from the same
+    # term written the same way (a bound value is unknown when it plans).
+    return tasks.c.status.in_([literal_column(f"'{status}'") for status in OPEN_TASK_STATUSES])
+
+
+#: The condition of `tasks_queue`: a query of open tasks by status adds it (`TASK_IS_OPEN`
+#: AND `status = ...`) so that both databases walk the index.
+TASK_IS_OPEN = _task_is_open()
+# Postgres keeps an index's condition as it deparses it; written in that form, the condition
+# stays the same through a dump and a restore (the IN list's form does not: its casts move).
+_TASK_IS_OPEN_PG = text(
+    "(status)::text = ANY (ARRAY['queued'::text, 'claimed'::text, 'waiting'::text])"
+)
+# Open tasks only (migration 0010): an ended task leaves the index instead of moving into a
+# part that grows with every task ever run, so the claim's index stays as small as the queue.
+Index(
+    "tasks_queue",
+    tasks.c.status,
+    tasks.c.state,
+    tasks.c.id,
+    sqlite_where=TASK_IS_OPEN,
+    postgresql_where=_TASK_IS_OPEN_PG,
+)
 # Leaving a state closes the token's open tasks; the clock sweeps ended leases.
 Index("tasks_token", tasks.c.token, tasks.c.status)
-Index("tasks_lease", tasks.c.status, tasks.c.lease_until)
+# Only leased tasks (an ended task's lease is null): `lease_until < ?` implies the condition.
+_LEASED = tasks.c.lease_until.is_not(None)
+Index(
+    "tasks_lease",
+    tasks.c.status,
+    tasks.c.lease_until,
+    sqlite_where=_LEASED,
+    postgresql_where=_LEASED,
+)
 
 timers = Table(
     "timers",
