@@ -15,6 +15,7 @@ import uvicorn
 from anyio import to_thread
 from sqlalchemy.exc import SQLAlchemyError
 
+from stateous.control import checkpoints
 from stateous.control.api.app import create_app
 from stateous.control.api.lean import LeanRoutes
 from stateous.control.api.protocol import protocol_class
@@ -67,7 +68,7 @@ def _reason(exc: BaseException) -> str:
 def open_store(settings: Settings) -> Store:
     """The database of `--db` (nothing is read yet); refuses a URL that cannot be opened."""
     try:
-        return Store(make_engine(settings.db_url))
+        return Store(make_engine(settings.db_url, wal_autocheckpoint=checkpoints.BACKSTOP))
     except (SQLAlchemyError, ValueError, ImportError) as exc:
         url = mask_url(settings.db_url)
         raise StateousError(f"cannot open the database {url}: {_reason(exc)}") from exc
@@ -212,6 +213,9 @@ class ControlPlane:
         clock_task = asyncio.create_task(self.clock())
         bulk_task = asyncio.create_task(self.bulk_jobs())
         presence_task = asyncio.create_task(self.presence.run(self.stop_event))
+        checkpoint_task = asyncio.create_task(
+            checkpoints.run_checkpoints(self.plane.store, self.stop_event)
+        )
         serve_task = asyncio.create_task(self.server.serve(sockets=[sock]))
         extra_code: int | None = None
         extra_task = asyncio.create_task(self._extra(extra)) if extra is not None else None
@@ -220,6 +224,7 @@ class ControlPlane:
         await clock_task
         await bulk_task
         await presence_task
+        await checkpoint_task
         await to_thread.run_sync(close_quietly, self.listener)
         if extra_task is not None:
             extra_task.cancel()
