@@ -39,6 +39,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from stateous.control.store.direct import AnyRow, insert_values
 from stateous.control.store.direct import execute as run
 from stateous.control.store.tables import (
+    OPEN_TASK_STATUSES,
     TASK_IS_OPEN,
     claim_grants,
     claims,
@@ -228,14 +229,14 @@ _TRY_LOCK_KEYS = text(
 _UPDATE_TASK = update(tasks).where(tasks.c.id == bindparam("task_id"))
 _OPEN_TASKS = (
     select(tasks)
-    .where(tasks.c.token == bindparam("t"), tasks.c.status.in_(("queued", "claimed", "waiting")))
+    .where(tasks.c.token == bindparam("t"), tasks.c.status.in_(OPEN_TASK_STATUSES))
     .order_by(tasks.c.id)
 )
 # Closing a token's open tasks as it leaves a state: each worked-on task (claimed or waiting)
 # is `done` when the event was one its state emits, every other open task `cancelled`.
 _CLOSE_OPEN_TASKS = (
     update(tasks)
-    .where(tasks.c.token == bindparam("t"), tasks.c.status.in_(("queued", "claimed", "waiting")))
+    .where(tasks.c.token == bindparam("t"), tasks.c.status.in_(OPEN_TASK_STATUSES))
     .values(
         status=case(
             (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -29,6 +31,21 @@ NAMING_CONVENTION = {
 
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
+
+def _partial_index(
+    name: str, *columns: Any, where: Any, pg_where: Any = None, unique: bool = False
+) -> Index:
+    """An index of the rows meeting `where` only (Postgres: `pg_where`, if given, else the
+    same), migration 0010."""
+    return Index(
+        name,
+        *columns,
+        unique=unique,
+        sqlite_where=where,
+        postgresql_where=where if pg_where is None else pg_where,
+    )
+
+
 # Spec 20 §3.1: the database's own JSON type (text on SQLite, `json` on Postgres). Postgres
 # `jsonb` would reorder object keys, and the order of context keys is part of the data.
 JsonType = JSON(none_as_null=True)
@@ -52,7 +69,7 @@ Index("tokens_folded", func.lower(tokens.c.token), unique=True)
 # Most tokens have no parent: the index holds only children (migration 0010), so a token's
 # start or move writes no entry of it. `parent = ?` implies the condition on both databases.
 _HAS_PARENT = tokens.c.parent.is_not(None)
-Index("tokens_parent", tokens.c.parent, sqlite_where=_HAS_PARENT, postgresql_where=_HAS_PARENT)
+_partial_index("tokens_parent", tokens.c.parent, where=_HAS_PARENT)
 # The listing orders by entered_at descending, then the id, optionally filtered by status: the
 # indexes hold that order, so a listing walks them and never sorts (migration 0008).
 Index("tokens_moved", tokens.c.entered_at.desc(), tokens.c.token)
@@ -71,14 +88,7 @@ ledger = Table(
 # Only rows with a key (null keys never collide, and no query looks one up): the ledger's other
 # rows write no entry of it (migration 0010). `key = ?` implies the condition.
 _HAS_KEY = ledger.c.key.is_not(None)
-Index(
-    "ledger_key",
-    ledger.c.token,
-    ledger.c.key,
-    unique=True,
-    sqlite_where=_HAS_KEY,
-    postgresql_where=_HAS_KEY,
-)
+_partial_index("ledger_key", ledger.c.token, ledger.c.key, where=_HAS_KEY, unique=True)
 
 tasks = Table(
     "tasks",
@@ -109,30 +119,23 @@ def _task_is_open() -> ColumnElement[bool]:
 TASK_IS_OPEN = _task_is_open()
 # Postgres keeps an index's condition as it deparses it; written in that form, the condition
 # stays the same through a dump and a restore (the IN list's form does not: its casts move).
-_TASK_IS_OPEN_PG = text(
-    "(status)::text = ANY (ARRAY['queued'::text, 'claimed'::text, 'waiting'::text])"
-)
+_OPEN_AS_TEXT = ", ".join(f"'{status}'::text" for status in OPEN_TASK_STATUSES)
+_TASK_IS_OPEN_PG = text(f"(status)::text = ANY (ARRAY[{_OPEN_AS_TEXT}])")
 # Open tasks only (migration 0010): an ended task leaves the index instead of moving into a
 # part that grows with every task ever run, so the claim's index stays as small as the queue.
-Index(
+_partial_index(
     "tasks_queue",
     tasks.c.status,
     tasks.c.state,
     tasks.c.id,
-    sqlite_where=TASK_IS_OPEN,
-    postgresql_where=_TASK_IS_OPEN_PG,
+    where=TASK_IS_OPEN,
+    pg_where=_TASK_IS_OPEN_PG,
 )
 # Leaving a state closes the token's open tasks; the clock sweeps ended leases.
 Index("tasks_token", tasks.c.token, tasks.c.status)
 # Only leased tasks (an ended task's lease is null): `lease_until < ?` implies the condition.
 _LEASED = tasks.c.lease_until.is_not(None)
-Index(
-    "tasks_lease",
-    tasks.c.status,
-    tasks.c.lease_until,
-    sqlite_where=_LEASED,
-    postgresql_where=_LEASED,
-)
+_partial_index("tasks_lease", tasks.c.status, tasks.c.lease_until, where=_LEASED)
 
 timers = Table(
     "timers",
