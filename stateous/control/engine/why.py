@@ -134,15 +134,7 @@ def _paused(tx: Tx, token: TokenRecord) -> Finding:
 def _task_findings(tx: Tx, token: TokenRecord, task: TaskRecord) -> Iterator[Finding]:
     name = state_name(token.workflow, task.state)
     if task.status == "queued" and token.status == "active":
-        if not seen_supervisors(tx.conn, tx.now).serves(name):
-            yield _finding(
-                "no_supervisor",
-                f"task {task.id} is queued for {name!r}, and no live supervisor serves "
-                f"{name!r}; start one with {name!r} in its folder",
-                task.queued_at,
-            )
-        else:
-            yield _queued_behind(tx, token, task, name)
+        yield from _queued(tx, token, task, name)
     elif task.status == "claimed":
         yield _claimed(tx, token, task)
     elif task.status == "waiting":
@@ -152,7 +144,25 @@ def _task_findings(tx: Tx, token: TokenRecord, task: TaskRecord) -> Iterator[Fin
         yield failure
 
 
-def _queued_behind(tx: Tx, token: TokenRecord, task: TaskRecord, name: str) -> Finding:
+def _queued(tx: Tx, token: TokenRecord, task: TaskRecord, name: str) -> Iterator[Finding]:
+    """`no_supervisor` when no live supervisor serves the state, and `queued_behind`: always
+    when one does (first in line included), else only when older tasks are ahead."""
+    ahead = _ahead(tx, token, task)
+    if seen_supervisors(tx.conn, tx.now).serves(name):
+        yield _queued_behind(task, name, ahead)
+        return
+    yield _finding(
+        "no_supervisor",
+        f"task {task.id} is queued for {name!r}, and no live supervisor serves "
+        f"{name!r}; start one with {name!r} in its folder",
+        task.queued_at,
+    )
+    if ahead > 0:
+        yield _queued_behind(task, name, ahead)
+
+
+def _ahead(tx: Tx, token: TokenRecord, task: TaskRecord) -> int:
+    """How many older queued tasks of the same state, of active tokens, a claim takes first."""
     workflow = (
         tokens.c.workflow.is_(None)
         if token.workflow is None
@@ -170,7 +180,10 @@ def _queued_behind(tx: Tx, token: TokenRecord, task: TaskRecord, name: str) -> F
             workflow,
         )
     )
-    ahead = int(tx.conn.execute(query).scalar() or 0)
+    return int(tx.conn.execute(query).scalar() or 0)
+
+
+def _queued_behind(task: TaskRecord, name: str, ahead: int) -> Finding:
     if ahead == 0:
         sentence = (
             f"task {task.id} is queued for {name!r}, first in line; a live supervisor of "

@@ -133,6 +133,26 @@ def test_no_supervisor(orders: Why) -> None:
     ]
 
 
+def test_no_supervisor_with_older_tasks_ahead_names_both(orders: Why) -> None:
+    orders.beat("other", ["review"])
+    for token in ("A", "B"):
+        orders.start(token, CTX)
+    assert orders.why("B")["findings"] == [
+        {
+            "code": "no_supervisor",
+            "sentence": "task 2 is queued for 'draft', and no live supervisor serves 'draft'; "
+            "start one with 'draft' in its folder",
+            "since": iso(T0),
+        },
+        {
+            "code": "queued_behind",
+            "sentence": "task 2 is queued for 'draft' behind 1 older task of 'draft'",
+            "since": iso(T0),
+        },
+    ]
+    assert orders.codes("A") == ["no_supervisor"]  # first in line: nothing is ahead
+
+
 def test_queued_behind(orders: Why) -> None:
     orders.beat("box", ["draft"])
     for token in ("A", "B", "C"):
