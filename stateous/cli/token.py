@@ -55,6 +55,14 @@ def resolve_url(option: str | None) -> str:
     return os.environ.get(URL_ENV) or DEFAULT_URL
 
 
+def missing_argument(name: str) -> click.MissingParameter:
+    """The error of the current command's argument `name` left out: a syntax mistake (spec 50
+    §1.3), so click's usage line and `Missing argument`, exit 2, as for a required argument."""
+    ctx = click.get_current_context()
+    param = next(p for p in ctx.command.params if p.name == name)
+    return click.MissingParameter(ctx=ctx, param=param)
+
+
 def _reject_constant(word: str) -> Any:
     raise ArgumentError(f"{word} is not a JSON value")
 
@@ -178,10 +186,8 @@ def start_command(
         with control_plane(url, actor) as client:
             _start_file(client, file, reason)
         return
-    if token_id is None:  # a syntax mistake (spec 50 §2): the parser's usage message, exit 2
-        ctx = click.get_current_context()
-        param = next(p for p in ctx.command.params if p.name == "token_id")
-        raise click.MissingParameter(ctx=ctx, param=param)
+    if token_id is None:
+        raise missing_argument("token_id")
     context = parse_json_object("CONTEXT_JSON", context_json)
     with control_plane(url, actor) as client:
         answer = client.start(token_id, context, reason=reason)
@@ -242,7 +248,7 @@ def fire_command(
         return
     check_where(where, token_id)
     if event is None:
-        raise ArgumentError("give the EVENT to fire after the token ID")
+        raise missing_argument("event")
     payload = parse_json_object("PAYLOAD_JSON", payload_json)
     with control_plane(url, actor) as client:
         answer = client.fire(token_id, event, payload, key=key, reason=reason)

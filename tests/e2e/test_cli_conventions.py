@@ -1,4 +1,5 @@
-"""The conventions of a command line, on the real `stateous` script: `--version`, completion."""
+"""The conventions of a command line, on the real `stateous` script: `--version`, completion,
+usage errors."""
 
 from __future__ import annotations
 
@@ -83,3 +84,26 @@ def test_bash_completion_completes_commands_and_options() -> None:
         "stateous co: compile console",
         "stateous --: --version --help",
     ]
+
+
+@pytest.mark.parametrize(
+    ("args", "usage", "missing"),
+    [
+        (
+            ("token", "fire", "T-1"),
+            "stateous token fire [OPTIONS] [ID] EVENT [PAYLOAD_JSON]",
+            "EVENT",
+        ),
+        (("token", "start"), "stateous token start [OPTIONS] ID [CONTEXT_JSON]", "ID"),
+    ],
+)
+def test_a_missing_argument_is_a_usage_error(
+    args: tuple[str, ...], usage: str, missing: str
+) -> None:
+    """Spec 50 §1.3: a syntax mistake prints click's usage on stderr and exits 2, no request."""
+    done = run(*args, env={"STATEOUS_URL": "http://127.0.0.1:9"})
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"Usage: {usage}\nTry 'stateous {args[0]} {args[1]} --help' for help.\n\n"
+        f"Error: Missing argument '{missing}'.\n"
+    )
