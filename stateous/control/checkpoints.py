@@ -1,8 +1,9 @@
 """SQLite's checkpoints off the commit path: while `serve` runs, a task copies the WAL into the
-database file a few times a second (`Store.checkpoint`), so no shared commit does it itself.
+database file once a second (`EVERY`, `Store.checkpoint`), so no shared commit does it itself.
 
-The lane's connections keep a backstop (`BACKSTOP` pages): should the task fall behind, a
-commit checkpoints as SQLite would by default, only later.
+The engine's connections keep a backstop (`BACKSTOP` pages, `make_engine`'s
+`wal_autocheckpoint`): should the task fall behind, a commit checkpoints as SQLite would by
+default, only later.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ BACKSTOP = 10_000
 
 
 async def run_checkpoints(store: Store, stop: asyncio.Event, every: float = EVERY) -> None:
-    """Checkpoint every `every` seconds until `stop` is set (nothing on Postgres or in memory)."""
+    """Until `stop` is set, checkpoint, then wait `every` seconds (nothing on Postgres; in
+    memory, `Store.checkpoint` does nothing)."""
     if not store.sqlite:
         return
     failing = False

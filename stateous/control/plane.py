@@ -1,4 +1,4 @@
-"""The running control plane as the API sees it: the store, the graph, the clock, the hold."""
+"""The running control plane as the API sees it: the store and its lanes, the graph, the clock."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from stateous.control.errors import NotServing
 from stateous.control.metrics import Metrics
 from stateous.control.starts_together import StartsTogether
 from stateous.control.store.db import READ_CALLS, Store
-from stateous.control.store.group import GROUP_MOST, Op
+from stateous.control.store.group import GROUP_MOST, Lanes, Op
 from stateous.control.wakeups import Wakeups
 
 T = TypeVar("T")
@@ -25,7 +25,8 @@ T = TypeVar("T")
 
 @dataclass
 class Plane:
-    """One control plane: every request runs through `run`, which refuses once the hold is lost."""
+    """One control plane: every request runs through `run` (or its siblings), which refuses
+    once the hold is lost; its writes commit in the plane's own lanes."""
 
     store: Store
     config: EngineConfig
@@ -35,13 +36,16 @@ class Plane:
     role: str = "holder"
     wakeups: Wakeups = field(default_factory=Wakeups)
     metrics: Metrics = field(default_factory=Metrics)
+    #: The shared transactions of the writes (spec 75 §4), on `store`.
+    lanes: Lanes = field(init=False, repr=False)
     #: `POST /tokens` arriving together, as one operation (None: each start its own).
     starts: StartsTogether | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.lanes = Lanes(self.store)
         # The lanes wake the waiting claims after each commit, and run the parked ones in the
         # transactions that may queue their tasks (the hand-off, stateous.control.wakeups).
-        self.store.lanes.companion = self.wakeups
+        self.lanes.companion = self.wakeups
         if starts_in_bulk(self.config.body(None)):
             self.starts = StartsTogether(self)
 
@@ -56,10 +60,16 @@ class Plane:
             raise NotServing()
 
     def run(self, call: str, work: Callable[[Connection], T]) -> T:
-        """Run `work` as one operation (spec 75 §4: in a shared transaction with whatever arrives
-        at the same time); answers after the commit; `not_serving` after a takeover."""
+        """Run `work` as one operation: a read in a transaction of its own, a write in a shared
+        one with whatever arrives at the same time (spec 75 §4); answers after the commit,
+        raises what refused it; `not_serving` after a takeover."""
         self.check_serving()
-        result = self.store.run(call, work)
+        if call in READ_CALLS:
+            result = self.store.read(work)
+        else:
+            op = Op(call, work)
+            self.lanes.submit([op])
+            result = op.future.result()
         self.after_commit(call, result)
         return result
 
@@ -70,7 +80,7 @@ class Plane:
         answers: list[Any] = []
         for part in parts(ops):
             queued = [Op(call, work) for call, work in part]
-            self.store.submit(queued)
+            self.lanes.submit(queued)
             answers.extend(self._outcome(op, op.future.exception()) for op in queued)
         return answers
 
@@ -80,7 +90,7 @@ class Plane:
         if call in READ_CALLS:
             return await to_thread.run_sync(self.run, call, work)
         op = Op(call, work)
-        self.store.submit([op])
+        self.lanes.submit([op])
         result: T = await asyncio.wrap_future(op.future)
         self.after_commit(call, result)
         return result
@@ -93,7 +103,7 @@ class Plane:
         answers: list[Any] = []
         for part in parts(ops):
             queued = [Op(call, work) for call, work in part]
-            self.store.submit(queued)
+            self.lanes.submit(queued)
             # gather retrieves every exception, so none is logged as "never retrieved".
             await asyncio.gather(
                 *(asyncio.wrap_future(op.future) for op in queued), return_exceptions=True

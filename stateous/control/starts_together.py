@@ -21,24 +21,48 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from sqlalchemy import Connection
 
+from stateous.control.clock import Clock
 from stateous.control.engine.start import Started, start
 from stateous.control.engine.start_many import Raced, StartArgs, start_many
+from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import Refusal
-from stateous.control.store.group import Op
+from stateous.control.store.group import Lanes, Op
 
-if TYPE_CHECKING:
-    from stateous.control.plane import Plane
-
-__all__ = ["STARTS_MOST", "StartsTogether", "start_alone"]
+__all__ = ["STARTS_MOST", "StartsHost", "StartsTogether", "start_alone"]
 
 #: The most starts one operation takes: a few milliseconds of a shared transaction.
 STARTS_MOST = 100
+
+
+class StartsHost(Protocol):
+    """What the starts use of the control plane that serves them (a `Plane`)."""
+
+    @property
+    def clock(self) -> Clock:
+        """The clock of the starts' `at`."""
+
+    @property
+    def config(self) -> EngineConfig:
+        """The served graph and its settings."""
+
+    @property
+    def lanes(self) -> Lanes:
+        """Where the starts' operation is queued."""
+
+    def check_serving(self) -> None:
+        """Refuse with `503 not_serving` once another control plane took the database."""
+
+    def after_commit(self, call: str, result: object) -> None:
+        """Count a committed operation's outcome."""
+
+    async def run_async[T](self, call: str, work: Callable[[Connection], T]) -> T:
+        """Run `work` as an operation of its own; answers after the commit."""
 
 
 class _Together:
@@ -65,7 +89,7 @@ class _Together:
 class StartsTogether:
     """The starts of one control plane that are waiting for a lane, as one operation."""
 
-    def __init__(self, plane: Plane) -> None:
+    def __init__(self, plane: StartsHost) -> None:
         self._plane = plane
         self._lock = threading.Lock()  # the event loop adds starts, a lane thread takes them
         self._open: _Together | None = None
@@ -81,7 +105,7 @@ class StartsTogether:
         self._plane.check_serving()
         together, index, queue = self._join(args)
         if queue:
-            self._plane.store.submit([together.op])
+            self._plane.lanes.submit([together.op])
         try:
             # Shielded: a request whose client went away must not cancel the others' operation.
             outcomes: list[Started | Refusal] = await asyncio.shield(together.outcomes())
@@ -120,7 +144,7 @@ class StartsTogether:
         return start_many(conn, plane.clock, plane.config, together.taken)
 
 
-async def start_alone(plane: Plane, args: StartArgs) -> Started:
+async def start_alone(plane: StartsHost, args: StartArgs) -> Started:
     """`start` as an operation of its own: a workflow whose starts cannot share one (a start
     into a parallel state or to END), or a start of an operation the database refused
     (`Raced`)."""

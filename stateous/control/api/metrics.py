@@ -23,7 +23,7 @@ def _figures(plane: Plane) -> Figures | None:
     if not plane.serving:
         return None
     try:
-        return plane.store.run("metrics", lambda conn: read_figures(conn, plane.clock.now()))
+        return plane.store.read(lambda conn: read_figures(conn, plane.clock.now()))
     except Exception:  # a scrape must not fail because the database is busy: counters still show
         return None
 

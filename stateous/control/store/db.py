@@ -1,4 +1,5 @@
-"""Opening the database: one engine factory with the SQLite and Postgres settings of spec 20."""
+"""The database: one engine factory with the SQLite and Postgres settings of spec 20, and the
+store that runs transactions on it and keeps a lane's connection between them."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import contextlib
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -23,26 +24,17 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.pool import Pool, StaticPool
 
 from stateous.control.errors import DatabaseBusy, RecordedRefusal
+from stateous.control.store.db_errors import is_retry
 from stateous.control.store.direct import execute_begin
-from stateous.control.store.group import (
-    RETRY_STATES,
-    Lanes,
-    Op,
-    Outcome,
-    busy,
-    is_retry,
-    run_quickly,
-    run_shared,
-    sqlstate,
-)
 from stateous.control.store.ping import ping_when_idle
 
 log = logging.getLogger("stateous.store")
 
 T = TypeVar("T")
 
-#: How many engine calls the API runs at once (worker threads holding a connection), besides
-#: claims, which have turns of their own.
+#: How many reads the API runs at once, each in a worker thread holding a pooled connection
+#: (writes run in the lanes of stateous.control.store.group). `CLAIM_CALLS`: the size of the
+#: API's second limiter. Both count in a Postgres pool's size (`make_engine`).
 ENGINE_CALLS = 16
 CLAIM_CALLS = 4
 
@@ -55,9 +47,6 @@ READ_CALLS = frozenset(
     {"list", "token", "history", "tasks", "token tasks", "timers", "stats", "metrics", "why",
      "supervisors", "inbox", "audit", "bulk read"}
 )  # fmt: skip
-
-#: Postgres lanes: shared transactions committing at once (SQLite has one writer: one lane).
-POSTGRES_LANES = 8
 
 
 def postgres_connect_args(
@@ -121,8 +110,8 @@ def make_engine(
     if parsed.get_backend_name() == "postgresql":
         args = postgres_connect_args(lock_timeout=lock_timeout)
         # A fixed pool: an overflow connection would be opened and closed again per request
-        # under load, and a Postgres connection costs milliseconds. The API runs at most
-        # ENGINE_CALLS + CLAIM_CALLS transactions at once; the rest is for the clock and the hold.
+        # under load, and a Postgres connection costs milliseconds. Its connections serve the
+        # API's reads (worker threads, at most ENGINE_CALLS), the lanes, the clock and the hold.
         size = ENGINE_CALLS + CLAIM_CALLS + 4
         engine = create_engine(url, connect_args=args, pool_size=size, max_overflow=0)
         ping_when_idle(engine)  # not `pool_pre_ping`: one round trip per transaction
@@ -164,7 +153,8 @@ def _sqlite_engine(
 
 class Store:
     """One database: transactions with the retry and busy rules of spec 20 §3.6-3.7, and the
-    shared transactions of spec 75 §4 for the API's operations."""
+    connection a lane keeps between them. The shared transactions of spec 75 §4 are built on
+    these by stateous.control.store.group, which this module never imports."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -174,7 +164,6 @@ class Store:
         self._turn = threading.Lock() if self.sqlite else None
         # One connection shared by every thread (an in-memory database): reads take turns too.
         self._shared = isinstance(engine.pool, StaticPool)
-        self.lanes = Lanes(self, 1 if self.sqlite else POSTGRES_LANES)
         self._held = _Held()
 
     @contextmanager
@@ -183,23 +172,23 @@ class Store:
 
         `read`: a transaction that only reads (SQLite: no write lock, no turn).
         """
-        with self._take_turn(read):
+        with self.turn(read):
             try:
-                with self._connection(read) as conn:
+                with self.connection(read) as conn:
                     if read:
                         conn.execution_options(**{READ: True})
                     trans = conn.begin()
                     try:
                         yield conn
                     except RecordedRefusal:
-                        _commit(conn, trans)
+                        commit(conn, trans)
                         raise
                     except BaseException:
                         trans.rollback()
                         raise
-                    _commit(conn, trans)
+                    commit(conn, trans)
             except OperationalError as exc:
-                if sqlstate(exc) in RETRY_STATES:
+                if is_retry(exc):
                     raise
                 raise DatabaseBusy() from exc
             except PoolTimeout as exc:  # every pooled connection stayed in use for 30 s
@@ -249,9 +238,9 @@ class Store:
             conn.close()
 
     @contextmanager
-    def _connection(self, read: bool) -> Iterator[Connection]:
-        """The connection of a transaction: the one this thread keeps (a lane's write), else
-        one from the pool for this transaction alone."""
+    def connection(self, read: bool) -> Iterator[Connection]:
+        """The connection of a transaction, not begun: the one this thread keeps (a lane's
+        write), else one from the pool for this transaction alone. Within `turn`."""
         if read or not self._held.on:
             with self.engine.connect() as conn:
                 yield conn
@@ -269,7 +258,9 @@ class Store:
         yield held
 
     @contextmanager
-    def _take_turn(self, read: bool = False) -> Iterator[None]:
+    def turn(self, read: bool = False) -> Iterator[None]:
+        """Within: this thread's turn to run a transaction (SQLite: one writer in this process;
+        a read takes none unless every thread shares one in-memory connection)."""
         if self._turn is None or (read and not self._shared):
             yield
             return
@@ -299,20 +290,6 @@ class Store:
                 cursor.close()
         return max(0, int(logged) - int(copied))
 
-    def run(self, call: str, work: Callable[[Connection], T]) -> T:
-        """Run `work` as one operation: a read in its own transaction, a write in a shared one
-        (spec 75 §4); answers after the commit, raises what refused it."""
-        if call in READ_CALLS:
-            return self.read(work)
-        op = Op(call, work)
-        self.lanes.submit([op])
-        result: T = op.future.result()
-        return result
-
-    def submit(self, ops: Sequence[Op]) -> None:
-        """Queue operations for the shared transactions; each future is set after its commit."""
-        self.lanes.submit(ops)
-
     def read(self, work: Callable[[Connection], T]) -> T:
         """Run `work` in a transaction that only reads."""
         try:
@@ -328,7 +305,7 @@ class Store:
                 with self.begin() as conn:
                     return work(conn)
             except DBAPIError as exc:
-                if sqlstate(exc) not in RETRY_STATES:
+                if not is_retry(exc):
                     if isinstance(exc, OperationalError | InterfaceError):
                         raise DatabaseBusy() from exc
                     raise
@@ -336,50 +313,6 @@ class Store:
                     raise DatabaseBusy() from exc
                 log.warning("the database stopped %s for a deadlock; trying once more", call)
         raise AssertionError("unreachable")
-
-    def run_group(self, group: Sequence[Op]) -> list[Outcome]:
-        """Run queued operations in one shared transaction and commit it once.
-
-        An operation alone runs in a transaction of its own (no savepoint to pay for). A group
-        runs first without savepoints; only when one of its operations fails is it rolled back
-        and run again with a savepoint each (`run_quickly`, `run_shared`). A failed commit
-        fails them all (`database_busy`); a deadlock reruns them one by one.
-        """
-        if len(group) == 1:
-            return [self._alone(group[0])]
-        try:
-            with self._take_turn(), self._connection(False) as conn:
-                trans = conn.begin()
-                try:
-                    quick = run_quickly(conn, group)
-                    if quick is None:  # an operation failed: again, each in its savepoint
-                        trans.rollback()
-                        trans = conn.begin()
-                    outcomes = run_shared(conn, group) if quick is None else quick
-                except SQLAlchemyError as exc:
-                    # The transaction is lost (a lost connection, a savepoint that could not be
-                    # rolled back) or stopped for a deadlock: nothing of the group is applied.
-                    with contextlib.suppress(SQLAlchemyError):
-                        trans.rollback()
-                    if not (isinstance(exc, DBAPIError) and is_retry(exc)):
-                        return [(False, busy(exc)) for _ in group]
-                    outcomes = []
-                else:
-                    _commit(conn, trans)
-        except DatabaseBusy as exc:  # the commit failed: nothing applied
-            return [(False, busy(exc.__cause__ or exc)) for _ in group]
-        except (DBAPIError, PoolTimeout) as exc:  # BEGIN or COMMIT failed: nothing applied
-            return [(False, busy(exc)) for _ in group]
-        if outcomes:
-            return outcomes
-        log.warning("the database stopped a shared transaction for a deadlock; one by one now")
-        return [self._alone(op) for op in group]
-
-    def _alone(self, op: Op) -> Outcome:
-        try:
-            return (True, self.run_alone(op.call, op.work))
-        except Exception as exc:  # the operation's own outcome
-            return (False, exc)
 
 
 class _Held(threading.local):
@@ -390,16 +323,17 @@ class _Held(threading.local):
     pool: Pool | None = None  # the engine's pool when `conn` was taken
 
 
-def _commit(conn: Connection, trans: RootTransaction) -> None:
+def commit(conn: Connection, trans: RootTransaction) -> None:
     """Commit; a commit the database refuses (a deferred check, a lost disk) is `database_busy`:
-    nothing of the transaction was applied."""
+    nothing of the transaction was applied. A deadlock or serialization failure is raised as it
+    is (the caller reruns the transaction)."""
     try:
         trans.commit()
     except DBAPIError as exc:
         # SQLite leaves the transaction open after a refused COMMIT and the pool's reset does
         # not end it: the connection is dropped, which rolls it back.
         conn.invalidate()
-        if sqlstate(exc) in RETRY_STATES:
+        if is_retry(exc):
             raise
         raise DatabaseBusy() from exc
 

@@ -1,13 +1,20 @@
 """Shared commits (spec 75 §4): operations that arrive together share one transaction.
 
-Operations are queued; a lane (a thread holding one connection at a time) takes everything
-queued when it is free, runs each operation in its own savepoint, in the order taken, and
-commits once. What arrives meanwhile forms the next group, so an operation alone never waits
-for company. No operation learns its outcome before the shared commit: every future is set
-after it. A failed commit fails every operation of the group with `503 database_busy`.
+Operations are queued on `Lanes` (the control plane owns them); a lane (a thread holding one
+connection at a time) takes everything queued when it is free, runs the operations in the order
+taken, and commits once. What arrives meanwhile forms the next group, so an operation alone
+never waits for company; an operation alone runs in a transaction of its own, as `run_alone`.
+
+A group runs first without savepoints (`run_quickly`): when every operation succeeds, the usual
+case, it pays for none. When one fails, the transaction is rolled back and the group runs again
+with a savepoint per operation (`run_shared`), so a refused operation undoes its own writes
+alone. No operation learns its outcome before the shared commit: every future is set after it.
+A failed commit fails every operation of the group with `503 database_busy`.
 
 SQLite has one lane (one writer at a time); Postgres has a few, each its own transaction, and
 reruns the operations of a group one by one when the database stopped it for a deadlock.
+
+This module builds on the store (stateous.control.store.db); the store never imports it.
 """
 
 from __future__ import annotations
@@ -20,24 +27,24 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from sqlalchemy import Connection
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from stateous.control.errors import DatabaseBusy, RecordedRefusal
+from stateous.control.store.db import Store, commit
+from stateous.control.store.db_errors import busy, is_retry
 from stateous.control.store.direct import execute_sql
-
-if TYPE_CHECKING:
-    from stateous.control.store.db import Store
 
 log = logging.getLogger("stateous.store")
 
-#: SQLSTATEs of a deadlock and a serialization failure: the operations are run once more.
-RETRY_STATES = frozenset({"40P01", "40001"})
-
 #: The most operations one shared transaction takes (a few milliseconds of work at most).
 GROUP_MOST = 32
+
+#: Postgres lanes: shared transactions committing at once (SQLite has one writer: one lane).
+POSTGRES_LANES = 8
 
 #: A lane with nothing to do for this long ends its thread (a new one starts on demand).
 IDLE_SECONDS = 2.0
@@ -95,17 +102,21 @@ def group_time(now: datetime) -> datetime:
 
 
 class Lanes:
-    """The queue of operations and the threads that commit them in groups."""
+    """The queue of operations and the threads that commit them in groups, on `store`.
 
-    def __init__(self, store: Store, lanes: int, most: int = GROUP_MOST) -> None:
+    `lanes`: how many groups commit at once (by default one on SQLite, `POSTGRES_LANES` on
+    Postgres).
+    """
+
+    def __init__(self, store: Store, lanes: int | None = None, most: int = GROUP_MOST) -> None:
         self._store = store
-        self._lanes = lanes
+        self._lanes = lanes if lanes is not None else 1 if store.sqlite else POSTGRES_LANES
         self._most = most
         self._cond = threading.Condition(threading.Lock())
         self._queue: deque[list[Op]] = deque()
         self._alive = 0
         self._idle = 0
-        #: Set by the control plane (its wake-ups); None in a store without one.
+        #: Set by the control plane that owns the lanes (its wake-ups); None without one.
         self.companion: Companion | None = None
 
     def submit(self, ops: Sequence[Op]) -> None:
@@ -169,7 +180,7 @@ class Lanes:
         if companion is not None:
             group = group + companion.join(group)
         try:
-            outcomes = self._store.run_group(group)
+            outcomes = run_group(self._store, group)
         except BaseException as exc:  # every waiting operation must hear of it
             log.exception("a shared transaction failed unexpectedly")
             outcomes = [_failure(exc) for _ in group]
@@ -190,6 +201,52 @@ class Lanes:
 
 def _failure(exc: BaseException) -> Outcome:
     return (False, exc)
+
+
+def run_group(store: Store, group: Sequence[Op]) -> list[Outcome]:
+    """Run queued operations in one shared transaction and commit it once.
+
+    An operation alone runs in a transaction of its own (no savepoint to pay for). A group
+    runs first without savepoints; only when one of its operations fails is it rolled back
+    and run again with a savepoint each (`run_quickly`, `run_shared`). A failed commit
+    fails them all (`database_busy`); a deadlock reruns them one by one.
+    """
+    if len(group) == 1:
+        return [_alone(store, group[0])]
+    try:
+        with store.turn(), store.connection(False) as conn:
+            trans = conn.begin()
+            try:
+                quick = run_quickly(conn, group)
+                if quick is None:  # an operation failed: again, each in its savepoint
+                    trans.rollback()
+                    trans = conn.begin()
+                outcomes = run_shared(conn, group) if quick is None else quick
+            except SQLAlchemyError as exc:
+                # The transaction is lost (a lost connection, a savepoint that could not be
+                # rolled back) or stopped for a deadlock: nothing of the group is applied.
+                with contextlib.suppress(SQLAlchemyError):
+                    trans.rollback()
+                if not (isinstance(exc, DBAPIError) and is_retry(exc)):
+                    return [(False, busy(exc)) for _ in group]
+                outcomes = []
+            else:
+                commit(conn, trans)
+    except DatabaseBusy as exc:  # the commit failed: nothing applied
+        return [(False, busy(exc.__cause__ or exc)) for _ in group]
+    except (DBAPIError, PoolTimeout) as exc:  # BEGIN or COMMIT failed: nothing applied
+        return [(False, busy(exc)) for _ in group]
+    if outcomes:
+        return outcomes
+    log.warning("the database stopped a shared transaction for a deadlock; one by one now")
+    return [_alone(store, op) for op in group]
+
+
+def _alone(store: Store, op: Op) -> Outcome:
+    try:
+        return (True, store.run_alone(op.call, op.work))
+    except Exception as exc:  # the operation's own outcome
+        return (False, exc)
 
 
 def run_quickly(conn: Connection, group: Sequence[Op]) -> list[Outcome] | None:
@@ -266,22 +323,3 @@ def _roll_back(conn: Connection) -> None:
     """Undo the operation's savepoint alone, and end it."""
     execute_sql(conn, _ROLLBACK_TO)
     execute_sql(conn, _RELEASE)
-
-
-def sqlstate(exc: DBAPIError) -> str | None:
-    """The SQLSTATE of a database error (None when the driver has none)."""
-    orig = exc.orig
-    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
-    return state if isinstance(state, str) else None
-
-
-def is_retry(exc: DBAPIError) -> bool:
-    """Whether the database stopped the transaction for a deadlock or a serialization failure."""
-    return sqlstate(exc) in RETRY_STATES
-
-
-def busy(exc: BaseException) -> DatabaseBusy:
-    """`503 database_busy` caused by `exc`."""
-    failure = DatabaseBusy()
-    failure.__cause__ = exc
-    return failure

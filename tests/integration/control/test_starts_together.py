@@ -14,8 +14,7 @@ from typing import Any
 import httpx
 from sqlalchemy import Connection, text
 
-from stateous.control.store.db import POSTGRES_LANES
-from stateous.control.store.group import Op
+from stateous.control.store.group import POSTGRES_LANES, Op
 from tests.support.app import RunningApi
 from tests.support.rows import leave_stray_ledger_row
 
@@ -23,7 +22,7 @@ from tests.support.rows import leave_stray_ledger_row
 @contextmanager
 def lanes_busy(api: RunningApi) -> Iterator[None]:
     """Every lane of the plane holds an operation that waits until the block ends."""
-    store = api.plane.store
+    store, lanes = api.plane.store, api.plane.lanes
     release = threading.Event()
     blockers: list[Op] = []
     for _ in range(1 if store.sqlite else POSTGRES_LANES):
@@ -34,7 +33,7 @@ def lanes_busy(api: RunningApi) -> Iterator[None]:
             release.wait(30)
 
         blockers.append(Op("test", wait))
-        store.submit([blockers[-1]])
+        lanes.submit([blockers[-1]])
         assert running.wait(10)  # taken by a lane of its own before the next is queued
     try:
         yield

@@ -21,11 +21,11 @@ BOX = "box"
 
 
 def _start(store: Store, clock: FakeClock, orders: EngineConfig, token: str) -> None:
-    store.run("start", lambda conn: start(conn, clock, orders, token, {"title": token}))
+    store.run_alone("start", lambda conn: start(conn, clock, orders, token, {"title": token}))
 
 
 def _claim(store: Store, clock: FakeClock, orders: EngineConfig, states: list[str]) -> str | None:
-    grant = store.run("claim", lambda conn: claim(conn, clock, orders, BOX, states, None))
+    grant = store.run_alone("claim", lambda conn: claim(conn, clock, orders, BOX, states, None))
     return None if grant is None else f"{grant['token']}:{grant['state']}"
 
 
@@ -38,7 +38,7 @@ def test_the_oldest_task_across_the_served_states_is_claimed_first(
     first = _claim(store, clock, orders, ["draft"])
     assert first == "A:draft"
     submitted = Outcome("event", "submitted", attempt=1, supervisor=BOX)
-    store.run("report", lambda conn: report(conn, clock, orders, 1, submitted))
+    store.run_alone("report", lambda conn: report(conn, clock, orders, 1, submitted))
     order = [_claim(store, clock, orders, ["review", "draft"]) for _ in range(4)]
     assert order == ["B:draft", "C:draft", "A:review", None]
 
@@ -48,7 +48,7 @@ def test_more_than_twenty_paused_tokens_do_not_hide_an_active_one(
 ) -> None:
     for n in range(25):
         _start(store, clock, orders, f"P{n:02}")
-        store.run("pause", lambda conn, n=n: pause(conn, clock, orders, f"P{n:02}"))
+        store.run_alone("pause", lambda conn, n=n: pause(conn, clock, orders, f"P{n:02}"))
     _start(store, clock, orders, "ACTIVE")
     assert _claim(store, clock, orders, ["draft", "review"]) == "ACTIVE:draft"
     assert _claim(store, clock, orders, ["draft", "review"]) is None
@@ -57,7 +57,7 @@ def test_more_than_twenty_paused_tokens_do_not_hide_an_active_one(
 def _claim_many(
     store: Store, clock: FakeClock, orders: EngineConfig, most: int, request: str | None = None
 ) -> list[str]:
-    grants = store.run(
+    grants = store.run_alone(
         "claim",
         lambda conn: claim_many(conn, clock, orders, BOX, ["draft", "review"], request, most),
     )

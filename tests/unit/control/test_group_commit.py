@@ -1,6 +1,6 @@
 """Shared commits (spec 75 §4) on a real store: operations queued together share one transaction,
-each in its own savepoint, with its own `at`; a refused one rolls back alone; a failed commit
-fails them all with `503 database_busy` and applies none."""
+without savepoints unless one fails, each with its own `at`; a refused one rolls back alone; a
+failed commit fails them all with `503 database_busy` and applies none."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import DatabaseBusy, RecordedRefusal, Refusal
 from stateous.control.plane import Plane
 from stateous.control.store.db import Store
-from stateous.control.store.group import Op
+from stateous.control.store.group import Lanes, Op
 from tests.support.failing_commit import ORPHAN, deferred_foreign_key
 from tests.support.rows import ledger_rows
 
@@ -207,9 +207,10 @@ def test_two_groups_in_a_deadlock_are_rerun_one_by_one(store: Store) -> None:
 
     group_a = [locking("a1", 1, True), locking("a2", 2, False)]
     group_b = [locking("b1", 2, True), locking("b2", 1, False)]
-    store.submit(group_a)
+    lanes = Lanes(store)
+    lanes.submit(group_a)
     assert first_started.wait(30)
-    store.submit(group_b)  # the first lane is busy: a second lane takes it
+    lanes.submit(group_b)  # the first lane is busy: a second lane takes it
     answers = sorted(op.future.result(timeout=60) for op in group_a + group_b)
     assert answers == ["a1", "a2", "b1", "b2"]
     with store.begin() as conn:
@@ -225,12 +226,13 @@ def test_two_groups_in_a_deadlock_are_rerun_one_by_one(store: Store) -> None:
 def test_a_cancelled_wait_does_not_stop_the_group(store: Store) -> None:
     """A request whose client went away cancels its future: the group still answers the rest."""
     release = threading.Event()
+    lanes = Lanes(store)
     busy = Op("note", lambda conn: release.wait(30))
-    store.submit([busy])
+    lanes.submit([busy])
     gone = Op("note", lambda conn: release.wait(30) and "ran")
     kept = Op("note", lambda conn: "answered")
-    store.submit([gone])
-    store.submit([kept])
+    lanes.submit([gone])
+    lanes.submit([kept])
     assert gone.future.cancel()
     release.set()
     assert busy.future.result(timeout=30) is True

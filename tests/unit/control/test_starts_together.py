@@ -27,7 +27,7 @@ async def _started_with_one_cancelled(plane: Plane) -> list[object]:
         release.wait(30)
 
     blocker = Op("test", block)
-    plane.store.submit([blocker])
+    plane.lanes.submit([blocker])
     assert await asyncio.to_thread(running.wait, 10)
     tasks = [
         asyncio.create_task(starts.start(StartArgs(f"C-{n}", {"title": str(n)}))) for n in range(3)
