@@ -44,10 +44,10 @@ from common import (  # noqa: E402
 )
 from preload import preload  # noqa: E402
 
-from tui.app import ConsoleApp, make_console  # noqa: E402
-from tui.screens.token import TokenScreen  # noqa: E402
-from tui.screens.tokens import TokensScreen  # noqa: E402
-from tui.widgets.token_list import TokenList  # noqa: E402
+from stateous.tui.app import ConsoleApp, make_console  # noqa: E402
+from stateous.tui.screens.token import TokenScreen  # noqa: E402
+from stateous.tui.screens.tokens import TokensScreen  # noqa: E402
+from stateous.tui.widgets.token_list import TokenList  # noqa: E402
 
 PAUSE = 0.3
 """Seconds between two timed presses."""

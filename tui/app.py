@@ -15,16 +15,16 @@ from textual.binding import Binding, BindingType
 from textual.reactive import var
 from textual.screen import Screen
 
-from tui.api import ControlPlane, Refused, Unreachable
-from tui.console import Console
-from tui.screens.bulk import BulkScreen
-from tui.screens.help import HelpScreen
-from tui.screens.inbox import InboxScreen
-from tui.screens.leases import LeasesScreen
-from tui.screens.outboxes import OutboxesScreen
-from tui.screens.token import TokenScreen
-from tui.screens.tokens import TokensScreen
-from tui.settings import Settings, save_settings
+from stateous.tui.api import ControlPlane, Refused, Unreachable
+from stateous.tui.console import Console
+from stateous.tui.screens.bulk import BulkScreen
+from stateous.tui.screens.help import HelpScreen
+from stateous.tui.screens.inbox import InboxScreen
+from stateous.tui.screens.leases import LeasesScreen
+from stateous.tui.screens.outboxes import OutboxesScreen
+from stateous.tui.screens.token import TokenScreen
+from stateous.tui.screens.tokens import TokensScreen
+from stateous.tui.settings import Settings, save_settings
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]

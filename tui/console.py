@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 from textual.notifications import SeverityLevel
 
-from tui.api import ControlPlane
-from tui.settings import Settings
+from stateous.tui.api import ControlPlane
+from stateous.tui.settings import Settings
 
 
 class Console(Protocol):

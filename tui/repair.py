@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tui.api import ControlPlane, console_by, segment
+from stateous.tui.api import ControlPlane, console_by, segment
 
 
 async def retry(plane: ControlPlane, token: str) -> dict[str, Any]:

@@ -50,8 +50,8 @@ def resolve_console_url(option: str | None, last_used: str | None) -> str:
 def console_command(url: str | None, supervisors: tuple[str, ...], refresh: float) -> None:
     """Watch and steer live work: tokens, leases, supervisors and their outboxes."""
     # Textual is imported only when the console runs: the other commands stay quick to start.
-    from tui.app import make_console
-    from tui.settings import load_settings, settings_path
+    from stateous.tui.app import make_console
+    from stateous.tui.settings import load_settings, settings_path
 
     path = settings_path()
     settings, warning = load_settings(path)

@@ -21,7 +21,7 @@ RULES: list[tuple[str, tuple[str, ...]]] = [
             "stateous.supervisor",
             "stateous.client",
             "stateous.cli",
-            "tui",
+            "stateous.tui",
             "litestar",
             "sqlalchemy",
             "httpx",
@@ -30,10 +30,22 @@ RULES: list[tuple[str, tuple[str, ...]]] = [
     ),
     (
         "stateous.compiler",
-        ("stateous.control", "stateous.supervisor", "stateous.client", "stateous.cli", "tui"),
+        (
+            "stateous.control",
+            "stateous.supervisor",
+            "stateous.client",
+            "stateous.cli",
+            "stateous.tui",
+        ),
     ),
-    ("stateous.client", ("stateous.control", "stateous.supervisor", "stateous.compiler", "tui")),
-    ("tui", ("stateous.control", "stateous.supervisor", "stateous.compiler", "stateous.cli")),
+    (
+        "stateous.client",
+        ("stateous.control", "stateous.supervisor", "stateous.compiler", "stateous.tui"),
+    ),
+    (
+        "stateous.tui",
+        ("stateous.control", "stateous.supervisor", "stateous.compiler", "stateous.cli"),
+    ),
 ]
 
 # `from stateous import X` resolves lazily to these modules (stateous/__init__.py).

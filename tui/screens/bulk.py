@@ -16,11 +16,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Footer, Input, Label, Static
 
 from stateous.model.history import by_suffix
-from tui.format import local_time
-from tui.jobs import progress_text
-from tui.widgets import Banner, StatusBar
-from tui.widgets.polling import PollingScreen
-from tui.widgets.tables import add_columns, fill
+from stateous.tui.format import local_time
+from stateous.tui.jobs import progress_text
+from stateous.tui.widgets import Banner, StatusBar
+from stateous.tui.widgets.polling import PollingScreen
+from stateous.tui.widgets.tables import add_columns, fill
 
 COLUMNS = (
     ("job", "job"),

@@ -12,8 +12,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
 from stateous.model.history import duplicate_line, token_line
-from tui.console import Console
-from tui.schema import (
+from stateous.tui.console import Console
+from stateous.tui.schema import (
     FormError,
     field_lines,
     outside_events,

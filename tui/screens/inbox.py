@@ -11,11 +11,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Static
 
-from tui.format import local_time, since
-from tui.screens.fire import FireScreen
-from tui.widgets import Banner, StatusBar
-from tui.widgets.polling import PollingScreen
-from tui.widgets.tables import add_columns, fill
+from stateous.tui.format import local_time, since
+from stateous.tui.screens.fire import FireScreen
+from stateous.tui.widgets import Banner, StatusBar
+from stateous.tui.widgets.polling import PollingScreen
+from stateous.tui.widgets.tables import add_columns, fill
 
 COLUMNS = (
     ("token", "token"),

@@ -10,11 +10,18 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Static
 
-from tui.format import LEASE_SECONDS, TASK_STYLES, lease_bar, parse_time, since, status_text
-from tui.widgets import Banner, StatusBar
-from tui.widgets.polling import PollingScreen
-from tui.widgets.states import graph_states
-from tui.widgets.tables import add_columns, fill
+from stateous.tui.format import (
+    LEASE_SECONDS,
+    TASK_STYLES,
+    lease_bar,
+    parse_time,
+    since,
+    status_text,
+)
+from stateous.tui.widgets import Banner, StatusBar
+from stateous.tui.widgets.polling import PollingScreen
+from stateous.tui.widgets.states import graph_states
+from stateous.tui.widgets.tables import add_columns, fill
 
 CLAIM_LOOKUPS_PER_POLL = 10
 """How many tokens' histories one poll reads to learn when their tasks were claimed."""

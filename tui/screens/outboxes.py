@@ -13,11 +13,11 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.widgets import DataTable, Footer, Static
 
-from tui.format import local_time, parse_time, since
-from tui.outbox import STALE_SECONDS, SupervisorView, read_folder
-from tui.widgets import Banner, StatusBar
-from tui.widgets.polling import PollingScreen
-from tui.widgets.tables import add_columns, fill
+from stateous.tui.format import local_time, parse_time, since
+from stateous.tui.outbox import STALE_SECONDS, SupervisorView, read_folder
+from stateous.tui.widgets import Banner, StatusBar
+from stateous.tui.widgets.polling import PollingScreen
+from stateous.tui.widgets.tables import add_columns, fill
 
 REGISTRY = (
     ("supervisor", "name"),

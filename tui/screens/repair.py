@@ -14,9 +14,9 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from stateous.model.history import display_state, token_line
-from tui import repair
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.steering import SteeringScreen
+from stateous.tui import repair
+from stateous.tui.screens.confirm import ConfirmScreen
+from stateous.tui.screens.steering import SteeringScreen
 
 REPAIR_BINDINGS = [
     Binding("R", "retry", "Retry"),

@@ -13,8 +13,15 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from stateous.model.history import token_line
-from tui.console import Console
-from tui.schema import FormError, context_model, field_lines, parse_object, skeleton, validate
+from stateous.tui.console import Console
+from stateous.tui.schema import (
+    FormError,
+    context_model,
+    field_lines,
+    parse_object,
+    skeleton,
+    validate,
+)
 
 TOKEN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 

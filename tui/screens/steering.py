@@ -9,10 +9,10 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from stateous.model.history import token_line
-from tui.console import Console
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.fire import FireScreen
-from tui.screens.start import StartScreen
+from stateous.tui.console import Console
+from stateous.tui.screens.confirm import ConfirmScreen
+from stateous.tui.screens.fire import FireScreen
+from stateous.tui.screens.start import StartScreen
 
 STEERING_BINDINGS = [
     Binding("p", "steer('pause')", "Pause"),

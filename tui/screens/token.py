@@ -14,8 +14,8 @@ from textual.widgets import DataTable, Footer, RichLog, Static, TabbedContent, T
 
 from stateous.model.findings import finding_lines
 from stateous.model.history import display_state, history_line, payload_json
-from tui import repair
-from tui.format import (
+from stateous.tui import repair
+from stateous.tui.format import (
     TASK_STYLES,
     countdown,
     lease_bar,
@@ -25,12 +25,12 @@ from tui.format import (
     styled,
     token_line_text,
 )
-from tui.screens.repair import REPAIR_BINDINGS, RepairScreen
-from tui.screens.steering import STEERING_BINDINGS
-from tui.screens.tokens import steering_commands
-from tui.widgets import Banner, StatusBar
-from tui.widgets.polling import PollingScreen
-from tui.widgets.tables import add_columns, fill
+from stateous.tui.screens.repair import REPAIR_BINDINGS, RepairScreen
+from stateous.tui.screens.steering import STEERING_BINDINGS
+from stateous.tui.screens.tokens import steering_commands
+from stateous.tui.widgets import Banner, StatusBar
+from stateous.tui.widgets.polling import PollingScreen
+from stateous.tui.widgets.tables import add_columns, fill
 
 VALUE_LIMIT = 40
 """A memory value longer than this is cut in the table; the full value shows on select."""

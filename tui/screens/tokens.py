@@ -14,14 +14,14 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Input, Static
 
 from stateous.model.history import display_state
-from tui.format import STATUSES, duration, parse_time, status_text
-from tui.schema import state_key
-from tui.screens.bulk import BulkConfirmScreen
-from tui.screens.repair import REPAIR_BINDINGS, RepairScreen
-from tui.screens.steering import STEERING_BINDINGS, SteeringScreen
-from tui.widgets import Banner, StatesPanel, StatusBar
-from tui.widgets.polling import PollingScreen
-from tui.widgets.token_list import Cell, TokenList
+from stateous.tui.format import STATUSES, duration, parse_time, status_text
+from stateous.tui.schema import state_key
+from stateous.tui.screens.bulk import BulkConfirmScreen
+from stateous.tui.screens.repair import REPAIR_BINDINGS, RepairScreen
+from stateous.tui.screens.steering import STEERING_BINDINGS, SteeringScreen
+from stateous.tui.widgets import Banner, StatesPanel, StatusBar
+from stateous.tui.widgets.polling import PollingScreen
+from stateous.tui.widgets.token_list import Cell, TokenList
 
 LIMIT = 1000
 """The most tokens one listing answers (spec 20 §4.1): the most recently moved."""

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tui.widgets.banner import Banner
-from tui.widgets.states import StatesPanel
-from tui.widgets.status_bar import StatusBar
+from stateous.tui.widgets.banner import Banner
+from stateous.tui.widgets.states import StatesPanel
+from stateous.tui.widgets.status_bar import StatusBar
 
 __all__ = ["Banner", "StatesPanel", "StatusBar"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
-from tui.console import Console
+from stateous.tui.console import Console
 
 
 class Banner(Static):

@@ -7,7 +7,7 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.timer import Timer
 
-from tui.console import Console
+from stateous.tui.console import Console
 
 
 class PollingScreen(Screen[None]):

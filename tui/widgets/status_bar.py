@@ -7,10 +7,10 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
-from tui.console import Console
-from tui.format import STATUS_STYLES, STATUSES
-from tui.jobs import job_status_line
-from tui.widgets.states import error_colour, unserved_states
+from stateous.tui.console import Console
+from stateous.tui.format import STATUS_STYLES, STATUSES
+from stateous.tui.jobs import job_status_line
+from stateous.tui.widgets.states import error_colour, unserved_states
 
 INBOX_LIMIT = 1000
 """The most inbox entries the console asks for (the route's largest `limit`)."""

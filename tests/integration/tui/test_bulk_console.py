@@ -14,15 +14,15 @@ from textual.widgets import Button, DataTable, Input, Label
 
 from stateous.control.bulk_runner import BulkRunner
 from stateous.control.clock import FakeClock
+from stateous.tui.app import ConsoleApp
+from stateous.tui.screens.bulk import BulkConfirmScreen
+from stateous.tui.screens.confirm import ConfirmScreen
+from stateous.tui.widgets import StatusBar
 from tests.integration.tui.test_console_ops import Scene, settle, utc  # noqa: F401  # fixture
 from tests.support import sqlite_url
 from tests.support.app import running_api
 from tests.support.graphs import ORDERS
 from tests.unit.tui.helpers import plain, wait_for
-from tui.app import ConsoleApp
-from tui.screens.bulk import BulkConfirmScreen
-from tui.screens.confirm import ConfirmScreen
-from tui.widgets import StatusBar
 
 Snap = Callable[..., bool]
 CONSOLE_BY = {"actor": "alice", "via": "console"}

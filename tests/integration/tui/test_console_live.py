@@ -17,6 +17,15 @@ import pytest
 from textual.widgets import DataTable, Input, RichLog, TextArea
 
 from stateous.model.history import history_line
+from stateous.tui.app import ConsoleApp, make_console
+from stateous.tui.screens.confirm import ConfirmScreen
+from stateous.tui.screens.fire import FireScreen
+from stateous.tui.screens.leases import LeasesScreen
+from stateous.tui.screens.outboxes import OutboxesScreen
+from stateous.tui.screens.start import StartScreen
+from stateous.tui.screens.token import TokenScreen
+from stateous.tui.widgets import Banner
+from stateous.tui.widgets.token_list import TokenList
 from tests.faults.proxy import ChaosProxy
 from tests.integration.supervisor.procs import (
     Supervise,
@@ -28,15 +37,6 @@ from tests.integration.supervisor.procs import (
 from tests.support import ServeProcess, free_port, sqlite_url
 from tests.support.graphs import ORDERS, write_graph
 from tests.unit.tui.helpers import notes, plain, settle, wait_for
-from tui.app import ConsoleApp, make_console
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.fire import FireScreen
-from tui.screens.leases import LeasesScreen
-from tui.screens.outboxes import OutboxesScreen
-from tui.screens.start import StartScreen
-from tui.screens.token import TokenScreen
-from tui.widgets import Banner
-from tui.widgets.token_list import TokenList
 
 ROUTINES = """
 import time

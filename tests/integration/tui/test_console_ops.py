@@ -18,15 +18,15 @@ from textual.widgets import DataTable, Static
 from textual.worker import WorkerCancelled
 
 from stateous.control.clock import FakeClock
+from stateous.tui.app import ConsoleApp, make_console
+from stateous.tui.screens.fire import FireScreen
+from stateous.tui.screens.inbox import InboxScreen
+from stateous.tui.widgets import StatusBar
+from stateous.tui.widgets.states import StatesPanel
 from tests.support import sqlite_url
 from tests.support.app import RunningApi, running_api
 from tests.support.graphs import ORDERS
 from tests.unit.tui.helpers import plain, wait_for
-from tui.app import ConsoleApp, make_console
-from tui.screens.fire import FireScreen
-from tui.screens.inbox import InboxScreen
-from tui.widgets import StatusBar
-from tui.widgets.states import StatesPanel
 
 Snap = Callable[..., bool]
 BOX = "box-1"

@@ -15,16 +15,16 @@ from textual.widgets import Button, Label, OptionList
 
 from stateous.control.bulk_runner import BulkRunner
 from stateous.control.clock import FakeClock
+from stateous.tui.screens.bulk import BulkConfirmScreen
+from stateous.tui.screens.confirm import ConfirmScreen
+from stateous.tui.screens.repair import MoveScreen
+from stateous.tui.screens.tokens import TokensScreen
 from tests.integration.tui.test_bulk_console import answer_yes, select_and_ask
 from tests.integration.tui.test_console_ops import Scene, settle
 from tests.support import sqlite_url
 from tests.support.app import running_api
 from tests.support.graphs import ORDERS
 from tests.unit.tui.helpers import notes, wait_for
-from tui.screens.bulk import BulkConfirmScreen
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.repair import MoveScreen
-from tui.screens.tokens import TokensScreen
 
 Snap = Callable[..., bool]
 CONSOLE_BY = {"actor": "alice", "via": "console"}

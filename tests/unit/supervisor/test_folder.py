@@ -15,7 +15,7 @@ import pytest
 from stateous.compiler.contract import contract_text
 from stateous.supervisor.folder import FolderError, load_routines, read_folder, url_problem
 from stateous.supervisor.outbox import Outbox, OutboxLocked
-from tui.outbox import read_folder as console_view
+from stateous.tui.outbox import read_folder as console_view
 
 DATA = Path(__file__).parent / "data"
 YAML = 'url: "http://127.0.0.1:8080"\n'

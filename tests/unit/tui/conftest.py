@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from stateous.tui.app import ConsoleApp, make_console
 from tests.unit.tui.recorded import NOW, Recorded, transport
-from tui.app import ConsoleApp, make_console
 
 
 @pytest.fixture(autouse=True)

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Static
 
+from stateous.tui.app import ConsoleApp, make_console
+from stateous.tui.outbox import read_folder
+from stateous.tui.screens.help import HelpScreen
+from stateous.tui.screens.leases import LeasesScreen
+from stateous.tui.screens.outboxes import OutboxesScreen
+from stateous.tui.settings import Settings, load_settings, save_settings
+from stateous.tui.widgets import Banner
 from tests.support import free_port
 from tests.unit.tui.helpers import notes, plain, settle, wait_for
-from tui.app import ConsoleApp, make_console
-from tui.outbox import read_folder
-from tui.screens.help import HelpScreen
-from tui.screens.leases import LeasesScreen
-from tui.screens.outboxes import OutboxesScreen
-from tui.settings import Settings, load_settings, save_settings
-from tui.widgets import Banner
 
 
 async def test_leases_sorted_by_lease_remaining_with_supervisors_and_queue(

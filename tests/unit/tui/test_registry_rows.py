@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from stateous.tui.outbox import SupervisorView
+from stateous.tui.screens.outboxes import folder_url, registry_row
+from stateous.tui.widgets.status_bar import render_status
 from tests.unit.tui.helpers import plain
-from tui.outbox import SupervisorView
-from tui.screens.outboxes import folder_url, registry_row
-from tui.widgets.status_bar import render_status
 
 NOW = datetime(2026, 10, 16, 21, 0, 0, tzinfo=UTC)
 

@@ -9,12 +9,12 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import OptionList, RichLog, Static
 
+from stateous.tui.app import ConsoleApp
+from stateous.tui.screens.confirm import ConfirmScreen
+from stateous.tui.screens.repair import MoveScreen
+from stateous.tui.screens.token import TokenScreen
 from tests.unit.tui.helpers import notes, settle, wait_for
 from tests.unit.tui.recorded import Recorded
-from tui.app import ConsoleApp
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.repair import MoveScreen
-from tui.screens.token import TokenScreen
 
 BY = {"actor": "alice", "via": "console"}
 Snap = Callable[..., bool]

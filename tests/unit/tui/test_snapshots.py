@@ -14,14 +14,14 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, TabbedContent
 
+from stateous.tui.app import ConsoleApp, make_console
+from stateous.tui.screens.confirm import ConfirmScreen
+from stateous.tui.screens.fire import FireScreen
+from stateous.tui.screens.start import StartScreen
+from stateous.tui.widgets.token_list import TokenList
 from tests.unit.tui.helpers import settle, wait_for
 from tests.unit.tui.recorded import NOW
 from tests.unit.tui.test_other_screens import write_folder
-from tui.app import ConsoleApp, make_console
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.fire import FireScreen
-from tui.screens.start import StartScreen
-from tui.widgets.token_list import TokenList
 
 Snap = Callable[..., bool]
 

@@ -7,13 +7,13 @@ from collections.abc import Callable
 from textual.widgets import DataTable, Input, RichLog, Static, TabbedContent, TextArea
 
 from stateous.model.history import history_line
+from stateous.tui.app import ConsoleApp
+from stateous.tui.screens.fire import FireScreen
+from stateous.tui.screens.start import StartScreen
+from stateous.tui.screens.token import TokenScreen
+from stateous.tui.widgets.token_list import TokenList
 from tests.unit.tui.helpers import notes, plain, settle, wait_for
 from tests.unit.tui.recorded import HISTORY, Recorded
-from tui.app import ConsoleApp
-from tui.screens.fire import FireScreen
-from tui.screens.start import StartScreen
-from tui.screens.token import TokenScreen
-from tui.widgets.token_list import TokenList
 
 
 def log_lines(app: ConsoleApp) -> list[str]:

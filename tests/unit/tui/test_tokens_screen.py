@@ -6,12 +6,12 @@ from collections.abc import Callable
 
 from textual.widgets import DataTable, Static
 
+from stateous.tui.app import ConsoleApp
+from stateous.tui.screens.confirm import ConfirmScreen
+from stateous.tui.screens.tokens import TokensScreen, arrange
+from stateous.tui.widgets.token_list import TokenList
 from tests.unit.tui.helpers import plain, settle, wait_for
 from tests.unit.tui.recorded import Recorded
-from tui.app import ConsoleApp
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.tokens import TokensScreen, arrange
-from tui.widgets.token_list import TokenList
 
 
 def shown_ids(app: ConsoleApp) -> list[str]:
