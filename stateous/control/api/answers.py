@@ -3,7 +3,6 @@ engine calls off the event loop, bodies and task id segments."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -12,14 +11,10 @@ from litestar import Request, Response
 from sqlalchemy import Connection
 
 from stateous.control.api import bodies
+from stateous.control.api.edge import json_bytes
 from stateous.control.errors import Refusal
 from stateous.control.plane import Plane
 from stateous.control.store.db import READ_CALLS
-
-
-def json_bytes(value: Any) -> bytes:
-    """The JSON of an answer's body: compact, UTF-8."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def answer(value: Any, status: int = 200) -> Response[bytes]:

@@ -1,8 +1,8 @@
-"""The HTTP API of spec 20 §1 as a Litestar application: `create_app(settings, plane)`."""
+"""The Litestar application of the HTTP API (spec 20 §1): `create_app(plane)`, its token, task,
+health and workflow routes, and the route functions the fast path (api/lean.py) answers with."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -10,13 +10,13 @@ from typing import Any
 
 from anyio import CapacityLimiter
 from litestar import Litestar, Request, Response, get, post, put
-from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException
+from litestar.exceptions import MethodNotAllowedException
 from litestar.params import FromPath
 from litestar.types import Receive
 from sqlalchemy import Connection
 
-from stateous.control.api import auth, bodies, inbox, longpoll, openapi, operator, supervisors
 from stateous.control.api import batch as batch_routes  # spec 75 §1-3
+from stateous.control.api import bodies, edge, inbox, longpoll, openapi, operator, supervisors
 from stateous.control.api import bulk as bulk_routes  # spec 80 §1-2
 from stateous.control.api import planes as plane_routes  # spec 85 §1
 from stateous.control.api import repair as repair_routes  # spec 80 §3-4
@@ -31,7 +31,7 @@ from stateous.control.api.answers import (
     run,
     task_segment,
 )
-from stateous.control.api.metrics import MetricsMiddleware, metrics_route
+from stateous.control.api.metrics import metrics_route
 from stateous.control.engine import reads
 from stateous.control.engine.cancel import cancel
 from stateous.control.engine.claim import claim
@@ -44,12 +44,9 @@ from stateous.control.engine.report import report
 from stateous.control.engine.resume import resume
 from stateous.control.engine.start_many import StartArgs
 from stateous.control.engine.views import token_wire
-from stateous.control.errors import Refusal
 from stateous.control.plane import Plane
 from stateous.control.starts_together import start_alone
 from stateous.control.store.db import CLAIM_CALLS, ENGINE_CALLS
-
-log = logging.getLogger("stateous.api")
 
 Reply = batch_routes.Reply
 
@@ -264,39 +261,6 @@ async def memory_task(request: Request[Any, Any, Any], task: FromPath[str]) -> R
     return no_content()
 
 
-# --- refusals -----------------------------------------------------------------------------------
-
-
-def refusal_answer(_request: Request[Any, Any, Any], exc: Refusal) -> Response[bytes]:
-    """The refusal envelope."""
-    return answer({"error": exc.message, "code": exc.code}, exc.status)
-
-
-def http_answer(request: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
-    """Framework-level errors: unknown paths and methods, too large bodies, other client errors."""
-    path = request.url.path
-    if isinstance(exc, NotFoundException):
-        return answer({"error": f"this API has no {path}", "code": "not_found"}, 404)
-    if isinstance(exc, MethodNotAllowedException):
-        message = f"{path} does not take {request.method}"
-        return answer({"error": message, "code": "method_not_allowed"}, 405)
-    if exc.status_code == 413:
-        message = "the body is larger than 1 MiB, the most this API reads"
-        return answer({"error": message, "code": "bad_request"}, 413)
-    if exc.status_code < 500:
-        return answer(
-            {"error": f"the request is not valid: {exc.detail}", "code": "bad_request"},
-            exc.status_code,
-        )
-    return unexpected_answer(request, exc)
-
-
-def unexpected_answer(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
-    """Anything else: `500 unexpected`, the traceback only in the server's log."""
-    log.error("%s %s failed unexpectedly", request.method, request.url.path, exc_info=exc)
-    return answer({"error": "the request failed unexpectedly", "code": "unexpected"}, 500)
-
-
 ROUTES = [
     start_token, list_tokens, get_token, token_history, fire_event, pause_token, resume_token,
     cancel_token, workflow, health, claim_task, heartbeat_tasks, report_task, note_task, memory_task,
@@ -305,10 +269,11 @@ ROUTES = [
 
 
 async def no_options(request: Request[Any, Any, Any]) -> None:
-    """Litestar answers OPTIONS by itself; this API has no such method (`405`)."""
+    """Before every route: Litestar answers OPTIONS by itself, and this API has no such method
+    (`405`); then the bearer token (spec 70 §5), and only the JSON document under `/schema`."""
     if request.method == "OPTIONS":
         raise MethodNotAllowedException()
-    request.state.actor = auth.check_bearer(request, request.app.state.auth_names)
+    request.state.actor = edge.check_bearer(request, request.app.state.auth_names)
     openapi.only_the_document(request)
 
 
@@ -332,13 +297,9 @@ def create_app(
             *repair_routes.ROUTES,
             *plane_routes.ROUTES,
         ],
-        middleware=[MetricsMiddleware()],
-        exception_handlers={
-            Refusal: refusal_answer,
-            HTTPException: http_answer,
-            Exception: unexpected_answer,
-        },
-        request_max_body_size=bodies.MAX_BODY,
+        middleware=[edge.MetricsMiddleware()],
+        exception_handlers={Exception: edge.refusal_answer},
+        request_max_body_size=edge.MAX_BODY,
         before_request=no_options,
         openapi_config=openapi.config(),
         logging_config=None,

@@ -14,7 +14,6 @@ from stateous.control.errors import Refusal, invalid
 from stateous.model.durations import DurationError, parse_duration
 from stateous.model.wire import TOKEN_STATUSES
 
-MAX_BODY = 1_048_576
 MAX_DEPTH = 64
 MAX_ID = 2**63 - 1
 REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")

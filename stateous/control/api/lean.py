@@ -9,15 +9,17 @@ path, and answered by the same route functions (`start_reply`, `claim_reply`,
 the body's size and JSON, then the route's own. Every other request goes to Litestar
 unchanged, and so does a report path whose task segment is not digits (its `404`).
 
-What a client sees is what Litestar answers: the same status, the same JSON bytes with
-`content-type: application/json` and `content-length`, a `204` without headers, the refusal
-envelope with its code, `500 unexpected` (the traceback logged) for anything else; and the
-request is counted in `/metrics` as the middleware counts it.
+What a client sees is what Litestar answers, because the edge of both is one module
+(stateous.control.api.edge: the body limit, the bearer token, the refusal envelope and the
+count in `/metrics`): the same status, the same JSON bytes with `content-type:
+application/json` and `content-length`, a `204` without headers, the refusal envelope with its
+code, `500 unexpected` (the traceback logged) for anything else. The parity test
+(tests/integration/control/test_fast_path_parity.py) holds them equal byte for byte. Without
+this class (`create_app`'s application served alone) every request goes through Litestar.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -28,16 +30,11 @@ from litestar.enums import ScopeType
 from litestar.types import Receive, Scope, Send
 
 from stateous.control.api import app as routes
-from stateous.control.api import auth, bodies
-from stateous.control.api.answers import json_bytes
+from stateous.control.api import bodies, edge
 from stateous.control.api.batch import Reply, messages_reply
-from stateous.control.api.protocol import TOO_LARGE
-from stateous.control.errors import Refusal
 from stateous.control.plane import Plane
 
 __all__ = ["LeanRoutes"]
-
-log = logging.getLogger("stateous.api")
 
 REPORT_PATH = re.compile(r"/tasks/([0-9]+)/report")
 JSON_HEADERS = [(b"content-type", b"application/json")]
@@ -100,21 +97,16 @@ class LeanRoutes:
     ) -> None:
         started = time.perf_counter()
         template, handler = route
-        code: str | None = None
+        state = scope.setdefault("state", {})  # uvicorn gives one; a bare ASGI call may not
         try:
-            actor = auth.check_header(
-                scope["path"], _header(scope, b"authorization"), self.auth_names
-            )
-            body = bodies.parse_body(await _body(scope, receive))
-            status, value = await handler(self.plane, actor, task, receive, body)
-        except Refusal as exc:
-            status, value, code = exc.status, {"error": exc.message, "code": exc.code}, exc.code
+            path = scope["path"]
+            actor = edge.check_header(path, _header(scope, b"authorization"), self.auth_names)
+            raw = await edge.read_body(_header(scope, b"content-length"), receive)
+            status, value = await handler(self.plane, actor, task, receive, bodies.parse_body(raw))
         except Exception as exc:
-            log.error("%s %s failed unexpectedly", "POST", scope["path"], exc_info=exc)
-            status, code = 500, "unexpected"
-            value = {"error": "the request failed unexpectedly", "code": code}
+            status, value = edge.refused(state, "POST", scope["path"], exc)
         await _send(send, status, value)
-        self.plane.metrics.observe("POST", template, status, code, time.perf_counter() - started)
+        edge.count(self.plane, scope, template, status, started)
 
 
 def _header(scope: Scope, name: bytes) -> str:
@@ -124,33 +116,12 @@ def _header(scope: Scope, name: bytes) -> str:
     return ""
 
 
-async def _body(scope: Scope, receive: Receive) -> bytes:
-    """The request's body; more than `bodies.MAX_BODY` bytes is `413` (as Litestar refuses)."""
-    length = _header(scope, b"content-length")
-    if length.isdigit() and int(length) > bodies.MAX_BODY:
-        raise Refusal("bad_request", TOO_LARGE, 413)
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break  # the client hung up before the whole body came
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > bodies.MAX_BODY:
-            raise Refusal("bad_request", TOO_LARGE, 413)
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
 async def _send(send: Send, status: int, value: Any) -> None:
     if status == 204:
         await send({"type": "http.response.start", "status": 204, "headers": []})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         return
-    content = json_bytes(value)
+    content = edge.json_bytes(value)
     headers = [*JSON_HEADERS, (b"content-length", str(len(content)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": content, "more_body": False})
