@@ -3,7 +3,7 @@
 Operations are queued on `Lanes` (the control plane owns them); a lane (a thread holding one
 connection at a time) takes everything queued when it is free, runs the operations in the order
 taken, and commits once. What arrives meanwhile forms the next group, so an operation alone
-never waits for company; an operation alone runs in a transaction of its own, as `run_alone`.
+never waits for company; one taken alone runs in a transaction of its own (`Store.run_alone`).
 
 A group runs first without savepoints (`run_quickly`): when every operation succeeds, the usual
 case, it pays for none. When one fails, the transaction is rolled back and the group runs again
@@ -11,8 +11,9 @@ with a savepoint per operation (`run_shared`), so a refused operation undoes its
 alone. No operation learns its outcome before the shared commit: every future is set after it.
 A failed commit fails every operation of the group with `503 database_busy`.
 
-SQLite has one lane (one writer at a time); Postgres has a few, each its own transaction, and
-reruns the operations of a group one by one when the database stopped it for a deadlock.
+SQLite has one lane (one writer at a time); Postgres has `POSTGRES_LANES`, each its own
+transaction, and reruns the operations of a group one by one when the database stopped it for a
+deadlock.
 
 This module builds on the store (stateous.control.store.db); the store never imports it.
 """
