@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
 
 from stateous.client.errors import ClientError
 from stateous.client.url import DEFAULT_URL, check_urls
+from stateous.model.environment import environment
 from stateous.model.errors import StateousError
-
-URL_ENV = "STATEOUS_URL"
 
 
 def resolve_console_url(option: str | None, last_used: str | None) -> str:
     """`--url`, else `STATEOUS_URL`, else the URL the console used last, else the default."""
-    for candidate in (option, os.environ.get(URL_ENV), last_used):
+    for candidate in (option, environment().url, last_used):
         if candidate:
             return candidate
     return DEFAULT_URL

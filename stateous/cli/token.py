@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -22,6 +21,7 @@ from stateous.cli.where import (
 )
 from stateous.client import Client, ClientError
 from stateous.client.url import DEFAULT_URL
+from stateous.model.environment import environment
 from stateous.model.errors import StateousError
 from stateous.model.history import (
     CHILDREN_LIMIT,
@@ -32,10 +32,6 @@ from stateous.model.history import (
     token_line,
 )
 
-URL_ENV = "STATEOUS_URL"
-"""The environment variable that names the control plane when `--url` is not given."""
-AUTH_ENV = "STATEOUS_AUTH_TOKEN"
-"""The bearer token sent to a control plane that requires one (spec 70 §5)."""
 JSON_EXAMPLE = """'{"repo": "acme/api"}'"""
 
 
@@ -52,7 +48,7 @@ def resolve_url(option: str | None) -> str:
     """`--url`, else `STATEOUS_URL` when set and not empty, else `http://127.0.0.1:8080`."""
     if option is not None:
         return option
-    return os.environ.get(URL_ENV) or DEFAULT_URL
+    return environment().url or DEFAULT_URL
 
 
 def missing_argument(name: str) -> click.MissingParameter:
@@ -92,7 +88,7 @@ def control_plane(url_option: str | None, actor: str | None = None) -> Iterator[
     try:
         with Client(
             resolve_url(url_option),
-            auth_token=os.environ.get(AUTH_ENV) or None,
+            auth_token=environment().auth_token,
             actor=cli_actor(actor),
             via="cli",
         ) as client:
@@ -136,7 +132,7 @@ def wrong_shape(url: str) -> StateousError:
 
 # ---------------------------------------------------------------- commands
 
-_URL_HELP = f"The control plane. Default: ${URL_ENV} when set, else {DEFAULT_URL}."
+_URL_HELP = f"The control plane. Default: $STATEOUS_URL when set, else {DEFAULT_URL}."
 
 
 def url_option(func: Callable[..., None]) -> Callable[..., None]:

@@ -5,7 +5,6 @@ confirmation, a progress bar that follows the job)."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -15,11 +14,10 @@ from typing import Any
 import click
 
 from stateous.client import Client
+from stateous.model.environment import environment
 from stateous.model.errors import StateousError
 from stateous.model.history import by_suffix, local_datetime
 
-ACTOR_ENV = "STATEOUS_ACTOR"
-"""Who the CLI says acts, when `--as` is not given (spec 80 §1)."""
 SHOWN = 10  # ids printed before a confirmation
 POLL = 0.3  # seconds between two looks at a running job
 
@@ -37,7 +35,7 @@ def by_options(func: Callable[..., None]) -> Callable[..., None]:
     """`--reason TEXT` and `--as NAME` (spec 80 §1)."""
     func = click.option(
         "--as", "actor", metavar="NAME", default=None,
-        help=f"Who acts, for the token's history and the audit (default: ${ACTOR_ENV}; with "
+        help="Who acts, for the token's history and the audit (default: $STATEOUS_ACTOR; with "
         "--reason alone, your login name and host).",
     )(func)  # fmt: skip
     return click.option(
@@ -51,7 +49,7 @@ def by_options(func: Callable[..., None]) -> Callable[..., None]:
 
 def cli_actor(given: str | None) -> str | None:
     """`--as`, else `$STATEOUS_ACTOR` when set; None lets a `--reason` default it."""
-    return given or os.environ.get(ACTOR_ENV, "").strip() or None
+    return given or environment().actor
 
 
 # ---------------------------------------------------------------- the selection

@@ -1,44 +1,36 @@
-"""Test knobs of `stateous serve`: environment variables that shorten the spec's fixed durations.
+"""Test knobs of `stateous serve`: the environment's durations applied to its settings.
 
 The defaults stay the spec's (spec 20 §4.1); integration and fault-injection tests run real
 `serve` processes, and cannot wait two minutes for a lease to end or thirty seconds for a SQLite
-hold to lapse. A value that is not a positive number is ignored (the default holds).
+hold to lapse. Each knob is a `STATEOUS_*_SECONDS` variable of stateous.model.environment.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from datetime import timedelta
 
 from stateous.control.settings import Settings
+from stateous.model.environment import environment
 
-#: Environment variable -> (Settings field, whether the field is a timedelta).
+#: Variable's field -> (Settings field, whether the Settings field is a timedelta).
 KNOBS: dict[str, tuple[str, bool]] = {
-    "STATEOUS_LEASE_SECONDS": ("lease", True),
-    "STATEOUS_TICK_SECONDS": ("tick", False),
-    "STATEOUS_SINCE_SECONDS": ("since_every", True),
-    "STATEOUS_HOLD_LAPSE_SECONDS": ("sqlite_hold_lapse", True),
-    "STATEOUS_STOP_WAIT_SECONDS": ("stop_wait", False),
+    "lease_seconds": ("lease", True),
+    "tick_seconds": ("tick", False),
+    "since_seconds": ("since_every", True),
+    "hold_lapse_seconds": ("sqlite_hold_lapse", True),
+    "stop_wait_seconds": ("stop_wait", False),
 }
 
 
-def _seconds(raw: str | None) -> float | None:
-    if raw is None:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        return None
-    return value if value > 0 else None
+def with_env_knobs(settings: Settings) -> Settings:
+    """`settings` with each knob set in the environment applied; the others as given.
 
-
-def with_env_knobs(settings: Settings, environ: dict[str, str] | None = None) -> Settings:
-    """`settings` with every knob set in `environ` (default: the process's environment) applied."""
-    env = os.environ if environ is None else environ
+    Raises `InvalidEnvironment` when a variable's value cannot be used."""
+    env = environment()
     changes: dict[str, object] = {}
-    for name, (attribute, is_delta) in KNOBS.items():
-        value = _seconds(env.get(name))
-        if value is not None:
-            changes[attribute] = timedelta(seconds=value) if is_delta else value
+    for field, (attribute, is_delta) in KNOBS.items():
+        if field in env.model_fields_set:
+            seconds: float = getattr(env, field)
+            changes[attribute] = timedelta(seconds=seconds) if is_delta else seconds
     return replace(settings, **changes)  # type: ignore[arg-type]  # fields named in KNOBS

@@ -6,23 +6,25 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from stateous.model.environment import DEFAULTS
+
 DEFAULT_DB_URL = "sqlite:///stateous.db"
 DEFAULT_LISTEN = "127.0.0.1:8080"
 
 
 @dataclass(frozen=True)
 class Settings:
-    """What `stateous serve` runs with. Tests shorten the durations; the defaults are the spec's."""
+    """What `stateous serve` runs with. Tests shorten the durations; the defaults are the spec's
+    (those of the `STATEOUS_*_SECONDS` variables of stateous.model.environment)."""
 
     graph_path: Path
     db_url: str = DEFAULT_DB_URL
     listen: str = DEFAULT_LISTEN
-    lease: timedelta = timedelta(minutes=2)
-    heartbeat_interval: timedelta = timedelta(seconds=30)
-    tick: float = 1.0
-    since_every: timedelta = timedelta(seconds=10)
-    sqlite_hold_lapse: timedelta = timedelta(seconds=30)
-    stop_wait: float = 5.0
+    lease: timedelta = timedelta(seconds=DEFAULTS.lease_seconds)
+    tick: float = DEFAULTS.tick_seconds
+    since_every: timedelta = timedelta(seconds=DEFAULTS.since_seconds)
+    sqlite_hold_lapse: timedelta = timedelta(seconds=DEFAULTS.hold_lapse_seconds)
+    stop_wait: float = DEFAULTS.stop_wait_seconds
     auth_token: str | None = None  # spec 70 §5: None, no authentication
     #: Every accepted token with its name (spec 80 §1: the actor); empty: `auth_token` alone.
     auth_names: tuple[tuple[str, str | None], ...] = ()

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import getpass
-import os
 import socket
 
-#: The environment variable that names the actor.
-ACTOR_ENV = "STATEOUS_ACTOR"
+from stateous.model.environment import environment
 
 
 def default_actor() -> str:
     """`$STATEOUS_ACTOR`, else the login name and host (`alice@build-box-1`), at most 64 characters."""
-    given = os.environ.get(ACTOR_ENV, "").strip()
+    given = environment().actor
     if given:
         return given[:64]
     try:

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from stateous.model.environment import environment
 from stateous.model.errors import StateousError
 
 __all__ = [
-    "AUTH_ENV",
     "AuthTokenError",
     "named_tokens_from",
     "read_named_tokens",
     "read_token_file",
     "token_from",
 ]
-
-#: The environment variable that sets the token when no file is named.
-AUTH_ENV = "STATEOUS_AUTH_TOKEN"
 
 
 class AuthTokenError(StateousError):
@@ -42,12 +38,11 @@ def read_token_file(path: Path) -> str:
     return text
 
 
-def token_from(path: Path | None, environ: dict[str, str] | None = None) -> str | None:
-    """The token of `path` when given, else `STATEOUS_AUTH_TOKEN` when set and not empty."""
+def token_from(path: Path | None) -> str | None:
+    """The token of `path` when given, else `STATEOUS_AUTH_TOKEN` when set and not blank."""
     if path is not None:
         return read_token_file(path)
-    env = os.environ if environ is None else environ
-    return env.get(AUTH_ENV, "").strip() or None
+    return environment().auth_token
 
 
 def _one_word(text: str) -> bool:
@@ -85,12 +80,10 @@ def read_named_tokens(path: Path) -> dict[str, str | None]:
     return found
 
 
-def named_tokens_from(
-    path: Path | None, environ: dict[str, str] | None = None
-) -> dict[str, str | None]:
+def named_tokens_from(path: Path | None) -> dict[str, str | None]:
     """The tokens a control plane accepts with their names: the file's, else the one of
     `STATEOUS_AUTH_TOKEN` (no name); empty when there is neither (no authentication)."""
     if path is not None:
         return read_named_tokens(path)
-    token = token_from(None, environ)
+    token = token_from(None)
     return {} if token is None else {token: None}

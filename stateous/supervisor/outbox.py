@@ -8,7 +8,6 @@ lock for the whole life of the supervisor, so a second supervisor on the folder 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -17,8 +16,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from stateous.model.errors import StateousError
+from stateous.supervisor.debug_points import debug_point
 
-__all__ = ["Message", "MessageKind", "Outbox", "OutboxError", "OutboxLocked", "debug_point"]
+__all__ = ["Message", "MessageKind", "Outbox", "OutboxError", "OutboxLocked"]
 
 MessageKind = Literal["report", "note", "memory"]
 
@@ -56,17 +56,6 @@ class Message:
     kind: MessageKind
     body: dict[str, Any]
     created_at: str
-
-
-def debug_point(name: str) -> None:
-    """A named crash point for durability tests: kills the process when armed, else nothing.
-
-    `STATEOUS_DEBUG_POINT=<name>` arms it (SIGKILL at that point, as a power cut would).
-    """
-    if os.environ.get("STATEOUS_DEBUG_POINT") == name:
-        import signal
-
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class Outbox:

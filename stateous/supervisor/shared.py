@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from stateous.model.environment import DEFAULTS, environment
 from stateous.supervisor.folder import Registry, Settings
 from stateous.supervisor.grant import Grant
 from stateous.supervisor.outbox import Message, Outbox
@@ -27,30 +27,25 @@ _DELAYS = (1, 2, 4, 8, 16, 30)
 
 @dataclass(frozen=True)
 class Timings:
-    """The supervisor's timings: the spec's defaults, which tests may shorten by environment."""
+    """The supervisor's timings in seconds: the spec's defaults, which tests shorten (each is
+    described by its `STATEOUS_SUPERVISOR_*` variable in stateous.model.environment)."""
 
-    heartbeat: float = 30.0  # STATEOUS_SUPERVISOR_HEARTBEAT
-    idle: float = 1.0  # STATEOUS_SUPERVISOR_IDLE: the wait after a claim that got no task
-    max_retry: float = 30.0  # STATEOUS_SUPERVISOR_MAX_RETRY: the longest wait between tries
-    wait: float = 10.0  # STATEOUS_SUPERVISOR_WAIT: a claim's long-poll wait (spec 70 §2); 0: none
-    beat: float = 10.0  # STATEOUS_SUPERVISOR_BEAT: between the supervisor's beats (spec 80 §5)
+    heartbeat: float = DEFAULTS.supervisor_heartbeat
+    idle: float = DEFAULTS.supervisor_idle
+    max_retry: float = DEFAULTS.supervisor_max_retry
+    wait: float = DEFAULTS.supervisor_wait  # 0: claims without a long-poll
+    beat: float = DEFAULTS.supervisor_beat
 
     @classmethod
     def from_env(cls) -> Timings:
-        """The defaults, overridden by the environment variables named above."""
-
-        def read(name: str, default: float) -> float:
-            try:
-                return float(os.environ.get(name, default))
-            except ValueError:
-                return default
-
+        """The timings of the `STATEOUS_SUPERVISOR_*` variables (their defaults when unset)."""
+        env = environment()
         return cls(
-            heartbeat=read("STATEOUS_SUPERVISOR_HEARTBEAT", cls.heartbeat),
-            idle=read("STATEOUS_SUPERVISOR_IDLE", cls.idle),
-            max_retry=read("STATEOUS_SUPERVISOR_MAX_RETRY", cls.max_retry),
-            wait=read("STATEOUS_SUPERVISOR_WAIT", cls.wait),
-            beat=read("STATEOUS_SUPERVISOR_BEAT", cls.beat),
+            heartbeat=env.supervisor_heartbeat,
+            idle=env.supervisor_idle,
+            max_retry=env.supervisor_max_retry,
+            wait=env.supervisor_wait,
+            beat=env.supervisor_beat,
         )
 
 

@@ -94,6 +94,18 @@ def test_errors_before_any_request(
     assert run(argv, capsys) == (1, "", stderr)
 
 
+def test_an_environment_variable_that_cannot_be_used_is_one_error_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("STATEOUS_SUPERVISOR_WAIT", "soon")
+    assert run(["token", "show", "T-1", "--url", "http://127.0.0.1:9"], capsys) == (
+        1,
+        "",
+        "error: the environment variable STATEOUS_SUPERVISOR_WAIT is 'soon'; it must be a "
+        "number of seconds, 0 or more\n",
+    )
+
+
 def test_a_syntax_mistake_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(["token", "start"], capsys)
     assert (code, out) == (2, "")
