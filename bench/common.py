@@ -30,6 +30,8 @@ import psycopg
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
 
+from stateous.model.environment import environment
+
 ROOT = Path(__file__).resolve().parents[1]
 
 DRAFT_ROUTINE = """\
@@ -310,7 +312,7 @@ def start_supervise(supervisor: Path, url: str, tasks: int) -> Process:
 @contextlib.contextmanager
 def fresh_folder() -> Iterator[Path]:
     """A temporary folder, removed at the end (set STATEOUS_BENCH_KEEP=1 to keep it)."""
-    if os.environ.get("STATEOUS_BENCH_KEEP"):
+    if environment().bench_keep:
         yield Path(tempfile.mkdtemp(prefix="stateous-bench-"))
         return
     with tempfile.TemporaryDirectory(prefix="stateous-bench-") as name:

@@ -8,7 +8,6 @@ gracefully or was not seen for `gone`. An entry gone for more than `keep` is lef
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -18,6 +17,7 @@ from sqlalchemy import Connection, Row, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from stateous.control.store.tables import supervisors
+from stateous.model.environment import DEFAULTS, environment
 
 __all__ = [
     "STATUSES",
@@ -40,15 +40,6 @@ STATUSES = ("live", "stale", "gone")
 PRUNE_AFTER = timedelta(days=7)
 
 
-def _env_seconds(name: str, default: timedelta) -> timedelta:
-    """A positive number of seconds from the environment, else `default` (as `knobs.py`)."""
-    try:
-        value = float(os.environ.get(name, ""))
-    except ValueError:
-        return default
-    return timedelta(seconds=value) if value > 0 else default
-
-
 @dataclass(frozen=True)
 class Thresholds:
     """When a silent supervisor turns `stale` and `gone`, and how long `gone` ones are listed.
@@ -57,17 +48,17 @@ class Thresholds:
     variables `STATEOUS_SUPERVISOR_STALE_SECONDS` and `STATEOUS_SUPERVISOR_GONE_SECONDS`).
     """
 
-    stale: timedelta = timedelta(seconds=30)
-    gone: timedelta = timedelta(minutes=2)
+    stale: timedelta = timedelta(seconds=DEFAULTS.supervisor_stale_seconds)
+    gone: timedelta = timedelta(seconds=DEFAULTS.supervisor_gone_seconds)
     keep: timedelta = timedelta(days=1)
 
     @classmethod
     def from_env(cls) -> Thresholds:
         """The defaults, with the test knobs of the environment applied."""
-        default = cls()
+        env = environment()
         return cls(
-            stale=_env_seconds("STATEOUS_SUPERVISOR_STALE_SECONDS", default.stale),
-            gone=_env_seconds("STATEOUS_SUPERVISOR_GONE_SECONDS", default.gone),
+            stale=timedelta(seconds=env.supervisor_stale_seconds),
+            gone=timedelta(seconds=env.supervisor_gone_seconds),
         )
 
 

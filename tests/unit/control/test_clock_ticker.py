@@ -29,8 +29,10 @@ TICK_FAILED = "the clock's tick failed ({}); it tries again in 1.0 seconds"
 def test_the_settings_keep_the_spec_defaults() -> None:
     settings = Settings(graph_path=Path("x.json"))
     assert settings.lease == timedelta(minutes=2)
-    assert settings.heartbeat_interval == timedelta(seconds=30)
     assert settings.tick == 1.0
+    assert settings.since_every == timedelta(seconds=10)
+    assert settings.sqlite_hold_lapse == timedelta(seconds=30)
+    assert settings.stop_wait == 5.0
     assert EngineConfig.__dataclass_fields__["lease"].default == timedelta(minutes=2)
 
 
