@@ -1,4 +1,5 @@
-"""Reading request bodies and arguments with the limits and refusals of spec 20 §1."""
+"""Parsing request bodies (strict JSON, at most 64 levels) and arguments, with the refusals of
+spec 20 §1; the body's size is checked before, at the edge (stateous.control.api.edge)."""
 
 from __future__ import annotations
 
