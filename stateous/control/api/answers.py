@@ -45,7 +45,7 @@ async def run[T](request: Request[Any, Any, Any], call: str, work: Callable[[Con
     plane = plane_of(request)
     if call not in READ_CALLS:
         return await plane.run_async(call, work)
-    limiter: CapacityLimiter = request.app.state.limiters[False]
+    limiter: CapacityLimiter = request.app.state.reads
     return await to_thread.run_sync(plane.run, call, work, limiter=limiter)
 
 

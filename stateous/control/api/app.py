@@ -46,7 +46,7 @@ from stateous.control.engine.start_many import StartArgs
 from stateous.control.engine.views import token_wire
 from stateous.control.plane import Plane
 from stateous.control.starts_together import start_alone
-from stateous.control.store.db import CLAIM_CALLS, ENGINE_CALLS
+from stateous.control.store.db import ENGINE_CALLS
 
 Reply = batch_routes.Reply
 
@@ -308,6 +308,6 @@ def create_app(
     app.state.plane = plane
     app.state.auth_token = auth_token
     app.state.auth_names = auth_names or ({auth_token: None} if auth_token else {})
-    # Transactions beyond this only wait for the database's lock or a pooled connection.
-    app.state.limiters = (CapacityLimiter(ENGINE_CALLS), CapacityLimiter(CLAIM_CALLS))
+    # The reads' worker threads: reads beyond this would only wait for a pooled connection.
+    app.state.reads = CapacityLimiter(ENGINE_CALLS)
     return app

@@ -33,10 +33,10 @@ log = logging.getLogger("stateous.store")
 T = TypeVar("T")
 
 #: How many reads the API runs at once, each in a worker thread holding a pooled connection
-#: (writes run in the lanes of stateous.control.store.group). `CLAIM_CALLS`: the size of the
-#: API's second limiter. Both count in a Postgres pool's size (`make_engine`).
+#: (writes run in the lanes of stateous.control.store.group); counted in a Postgres pool's size.
 ENGINE_CALLS = 16
-CLAIM_CALLS = 4
+#: The Postgres pool's connections beyond the reads': the lanes, the clock and the hold share them.
+OTHER_CONNECTIONS = 8
 
 #: The execution option of a connection that only reads (SQLite: a deferred BEGIN).
 READ = "stateous_read"
@@ -112,7 +112,7 @@ def make_engine(
         # A fixed pool: an overflow connection would be opened and closed again per request
         # under load, and a Postgres connection costs milliseconds. Its connections serve the
         # API's reads (worker threads, at most ENGINE_CALLS), the lanes, the clock and the hold.
-        size = ENGINE_CALLS + CLAIM_CALLS + 4
+        size = ENGINE_CALLS + OTHER_CONNECTIONS
         engine = create_engine(url, connect_args=args, pool_size=size, max_overflow=0)
         ping_when_idle(engine)  # not `pool_pre_ping`: one round trip per transaction
         return engine
