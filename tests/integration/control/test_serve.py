@@ -369,10 +369,10 @@ def test_requests_that_are_not_http_get_the_envelope(tmp_path: Path) -> None:
             answers.append(data)
     assert answers[0].startswith(b"HTTP/1.1 413 ")
     assert answers[0].endswith(
-        b'{"error": "the body is larger than 1 MiB, the most this API reads", "code": "bad_request"}'
+        b'{"error":"the body is larger than 1 MiB, the most this API reads","code":"bad_request"}'
     )
     assert answers[1].startswith(b"HTTP/1.1 400 ")
-    assert answers[1].endswith(b'"code": "bad_request"}')
+    assert answers[1].endswith(b'"code":"bad_request"}')
 
 
 def _tokens_in_the_file(path: Path) -> int:
