@@ -36,9 +36,11 @@ __all__ = [
     "check_header",
     "count",
     "envelope_bytes",
+    "json_bytes",
     "read_body",
     "refusal_answer",
     "refused",
+    "too_large",
 ]
 
 log = logging.getLogger("stateous.api")
