@@ -2,7 +2,7 @@
 
 The defaults stay the spec's (spec 20 §4.1); integration and fault-injection tests run real
 `serve` processes, and cannot wait two minutes for a lease to end or thirty seconds for a SQLite
-hold to lapse. Each knob is a `STATEOUS_*_SECONDS` variable of stateous.model.environment.
+hold to lapse. The knobs are the variables of stateous.model.environment named in `KNOBS`.
 """
 
 from __future__ import annotations
