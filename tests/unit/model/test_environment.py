@@ -40,6 +40,29 @@ def test_every_name_in_the_code_is_a_field() -> None:
     assert unknown == {}
 
 
+#: The test suite's own variables, read by the tests alone.
+SUITE_ONLY = {
+    "STATEOUS_TEST_DB",
+    "STATEOUS_FAULTS",
+    "STATEOUS_FAULTS_REPORT",
+    "STATEOUS_FUZZ_SECONDS",
+    "STATEOUS_RANDOM_SEEDS",
+    "STATEOUS_RANDOM_STEPS",
+}
+
+
+def test_the_tests_and_the_docs_name_only_fields_or_the_suites_own() -> None:
+    """A misspelt variable in a test's environment or the docs would be ignored without this."""
+    found: dict[str, str] = {}
+    for pattern in ("tests/**/*.py", "docs/**/*.md", "*.md"):
+        for path in sorted(ROOT.glob(pattern)):
+            for name in NAME.findall(path.read_text(encoding="utf-8")):
+                found.setdefault(name, str(path.relative_to(ROOT)))
+    assert "STATEOUS_TEST_DB" in found and "STATEOUS_LEASE_SECONDS" in found
+    unknown = {n: path for n, path in found.items() if n not in VARIABLES and n not in SUITE_ONLY}
+    assert unknown == {}
+
+
 def shown_type(field: FieldInfo) -> str:
     if field.annotation is bool:
         return "flag"
