@@ -16,13 +16,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from stateous.control.clock import Clock
 from stateous.control.errors import StoreError
 from stateous.control.store import migrate
-from stateous.control.store import queries as q
+from stateous.control.store.control_plane import read_control_plane, write_control_plane
 from stateous.control.store.db import Store, lock_key
+from stateous.control.store.locks import check_answers, try_session_lock, unlock_session
+from stateous.control.store.records import ControlPlaneRecord
 
 log = logging.getLogger("stateous.hold")
 
@@ -77,14 +79,14 @@ class Hold:
         with self.store.begin() as conn:
             migrate.upgrade(conn)
         with self.store.begin() as conn:
-            q.read_control_plane(conn, for_update=True)
+            read_control_plane(conn, for_update=True)
             self._write(conn)
 
     def _write(self, conn: Connection) -> None:
-        q.write_control_plane(conn, serving=self.name, since=self.clock.now())
+        write_control_plane(conn, serving=self.name, since=self.clock.now())
 
     def _check_sqlite_row(self, conn: Connection) -> None:
-        row = q.read_control_plane(conn)
+        row = read_control_plane(conn)
         if self._held_by_other(row):
             seen = row.since.strftime("%H:%M:%S") if row.since else "?"
             raise HoldRefused(
@@ -92,14 +94,14 @@ class Hold:
                 f"{seen} UTC); stop it first"
             )
 
-    def _held_by_other(self, row: q.ControlPlaneRecord) -> bool:
+    def _held_by_other(self, row: ControlPlaneRecord) -> bool:
         if row.serving is None or row.serving == self.name or row.since is None:
             return False
         return row.since > self.clock.now() - self.lapse
 
     def _take_pg_lock(self) -> None:
         conn = self.store.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-        got = conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": SERVE_KEY}).scalar()
+        got = try_session_lock(conn, SERVE_KEY)
         if not got:
             conn.close()
             raise HoldRefused("another control plane serves this database; stop it first")
@@ -116,7 +118,7 @@ class Hold:
         if not self.store.sqlite and not self._pg_lock_alive():
             return False
         with self.store.begin() as conn:
-            row = q.read_control_plane(conn, for_update=True)
+            row = read_control_plane(conn, for_update=True)
             if row.serving == self.name:
                 if row.since is None or self.clock.now() - row.since >= self.renew_every:
                     self._write(conn)
@@ -129,7 +131,7 @@ class Hold:
 
     def _pg_lock_alive(self) -> bool:
         try:
-            self._lock_conn.execute(text("SELECT 1"))
+            check_answers(self._lock_conn)
             return True
         except Exception:  # a dead lock connection: try to take the lock again
             self._close_lock()
@@ -147,12 +149,10 @@ class Hold:
                 isolation_level="AUTOCOMMIT"
             )
         try:
-            got = self._lock_conn.execute(
-                text("SELECT pg_try_advisory_lock(:k)"), {"k": SERVE_KEY}
-            ).scalar()
+            got = try_session_lock(self._lock_conn, SERVE_KEY)
             if got:
                 with self.store.begin() as conn:
-                    q.read_control_plane(conn, for_update=True)
+                    read_control_plane(conn, for_update=True)
                     self._write(conn)
         except BaseException:
             # A dead connection, or the row could not be written: let the lock go with the
@@ -172,7 +172,7 @@ class Hold:
         while the connection still answers: a closed connection's lock ends only once the
         server notices, a moment later, and a replica trying it then would not get it."""
         with contextlib.suppress(Exception):  # the connection is gone: so is its lock
-            self._lock_conn.execute(text("SELECT pg_advisory_unlock_all()"))
+            unlock_session(self._lock_conn)
         with contextlib.suppress(Exception):  # already gone; nothing to close
             self._lock_conn.invalidate()
         with contextlib.suppress(Exception):
@@ -187,9 +187,9 @@ class Hold:
             return
         try:
             with self.store.begin() as conn:
-                row = q.read_control_plane(conn, for_update=True)
+                row = read_control_plane(conn, for_update=True)
                 if row.serving == self.name:
-                    q.write_control_plane(conn, serving=None, since=None)
+                    write_control_plane(conn, serving=None, since=None)
         finally:
             if self._lock_conn is not None:
                 self._close_lock()

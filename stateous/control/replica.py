@@ -23,7 +23,7 @@ from stateous.control.hold import Hold
 from stateous.control.plane import Plane
 from stateous.control.settings import Settings
 from stateous.control.store import migrate
-from stateous.control.store import queries as q
+from stateous.control.store.control_plane import read_control_plane
 from stateous.control.store.db import Store, mask_url
 from stateous.model.errors import StateousError
 from stateous.model.graph import Graph
@@ -58,7 +58,7 @@ def _look(store: Store) -> tuple[str | None, str | None]:
         revision = migrate.current_revision(conn)
         if revision != migrate.HEAD:
             return revision, None
-        return revision, q.read_control_plane(conn).structure
+        return revision, read_control_plane(conn).structure
 
 
 def _waiting_line(revision: str | None) -> str:

@@ -30,8 +30,9 @@ from stateous.control.plane import Plane
 from stateous.control.presence import Presence
 from stateous.control.replica import open_replica
 from stateous.control.settings import Settings
-from stateous.control.store import queries as q
+from stateous.control.store.control_plane import read_control_plane, write_control_plane
 from stateous.control.store.db import Store, make_engine, mask_url
+from stateous.control.store.tokens import count_live
 from stateous.control.ticker import Ticker
 from stateous.model import logs
 from stateous.model.errors import StateousError
@@ -103,16 +104,16 @@ def record_structure(store: Store, graph: Graph) -> None:
     """Compare the graph's structure with the one on record (spec 20 §2.4), then record it."""
     try:
         with store.begin() as conn:
-            row = q.read_control_plane(conn, for_update=True)
+            row = read_control_plane(conn, for_update=True)
             if row.structure is not None and row.structure != graph.structure:
-                live = q.count_live(conn)
+                live = count_live(conn)
                 if live:
                     raise StateousError(
                         f"refusing to serve: {live} token(s) are active or paused on another "
                         f"structure of the workflow {graph.workflow!r}; serve the graph file they "
                         "started on until they end, or cancel them"
                     )
-            q.write_control_plane(conn, structure=graph.structure, checksum=graph.checksum)
+            write_control_plane(conn, structure=graph.structure, checksum=graph.checksum)
     except SQLAlchemyError as exc:
         raise StateousError(f"cannot use the database: {_reason(exc)}") from exc
 

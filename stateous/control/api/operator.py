@@ -19,7 +19,8 @@ from stateous.control.clock import iso
 from stateous.control.engine.checks import no_token
 from stateous.control.errors import invalid
 from stateous.control.store import operator_queries as oq
-from stateous.control.store import queries as q
+from stateous.control.store.stats import Stats
+from stateous.control.store.tokens import get_token
 from stateous.model.wire import TASK_STATUSES, TOKEN_STATUSES
 
 DEFAULT_LIMIT = 100
@@ -97,7 +98,7 @@ def timer_wire(timer: oq.OperatorTimer) -> dict[str, Any]:
 
 
 def _known(conn: Connection, token_id: str) -> None:
-    if q.get_token(conn, token_id) is None:
+    if get_token(conn, token_id) is None:
         raise no_token(token_id)
 
 
@@ -140,7 +141,7 @@ def graph_states(request: Request[Any, Any, Any]) -> list[str]:
     return names
 
 
-def stats_wire(found: oq.Stats) -> dict[str, Any]:
+def stats_wire(found: Stats) -> dict[str, Any]:
     """The answer of `GET /stats`."""
     return {
         "tokens": found.tokens,

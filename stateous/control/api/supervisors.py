@@ -14,9 +14,9 @@ from stateous.control.api.answers import answer, plane_of, read_body, run
 from stateous.control.api.bodies import is_whole
 from stateous.control.clock import iso
 from stateous.control.errors import Refusal, invalid
-from stateous.control.store import operator_queries as oq
 from stateous.control.store import registry
 from stateous.control.store.registry import Beat, Supervisor, Thresholds
+from stateous.control.store.stats import Stats, stats
 
 __all__ = ["ROUTES", "beat_args", "stats_with_supervisors", "supervisor_wire"]
 
@@ -115,9 +115,9 @@ def supervisor_wire(found: Supervisor) -> dict[str, Any]:
 
 def stats_with_supervisors(
     conn: Connection, states: list[str], statuses: tuple[str, ...], now: datetime
-) -> oq.Stats:
+) -> Stats:
     """`GET /stats`'s figures, each state with `supervisors`: the live supervisors serving it."""
-    found = oq.stats(conn, states, statuses)
+    found = stats(conn, states, statuses)
     live = registry.live_counts(conn, states, now)
     for name, entry in found.states.items():
         entry["supervisors"] = live.get(name, 0)

@@ -12,7 +12,7 @@ from stateous.control.engine.audit import acting
 from stateous.control.engine.moves import cancel_token
 from stateous.control.engine.steering import steered_token
 from stateous.control.engine.tx import EngineConfig, Tx
-from stateous.control.store.queries import TokenRecord
+from stateous.control.store.records import TokenRecord
 
 
 def cancel(

@@ -9,8 +9,8 @@ from stateous.control.engine.moves import WORKED_ON
 from stateous.control.engine.routing import Refused
 from stateous.control.engine.tx import Tx
 from stateous.control.errors import conflict, not_found, rejected
-from stateous.control.store import queries as q
-from stateous.control.store.queries import TaskRecord, TokenRecord
+from stateous.control.store.records import TaskRecord, TokenRecord
+from stateous.control.store.tasks import task_token_seq
 
 
 def no_token(token_id: str) -> Exception:
@@ -22,7 +22,7 @@ def locked_task(tx: Tx, task_id: int) -> tuple[TaskRecord, TokenRecord]:
     """The task and its token, read again after the family lock; `404` if unknown."""
     tx.lock_task_family(task_id)
     # The token's last seq comes with it (after the lock): its ledger rows follow it.
-    found = q.task_token_seq(tx.conn, task_id)
+    found = task_token_seq(tx.conn, task_id)
     if found is None:
         raise not_found("task_not_found", f"there is no task {task_id}")
     task, token, seq = found

@@ -8,8 +8,8 @@ from typing import Any
 
 from stateous.control.engine.choice import choose_start, context_errors
 from stateous.control.engine.tx import Tx
-from stateous.control.store import queries as q
-from stateous.control.store.queries import TokenRecord
+from stateous.control.store.records import TokenRecord
+from stateous.control.store.tokens import get_token, token_folded
 from stateous.model.graph import StateSpec
 
 MAX_ID = 128
@@ -42,7 +42,7 @@ def children_problem(
                 f"the child {cid!r} of {spec.name!r} would have an id longer than 128 "
                 "characters; use a shorter token id"
             )
-        if q.token_folded(tx.conn, cid) is not None:
+        if token_folded(tx.conn, cid) is not None:
             return f"the child id {cid!r} is taken by another token"
         problem = _start_problem(
             tx, cid, workflow, child_context(tx, workflow, context, spec.inputs)
@@ -70,7 +70,7 @@ def current_children(tx: Tx, parent: TokenRecord, spec: StateSpec) -> list[Token
     """The children of the parent's current visit of `spec`, in `parallel` order."""
     found = []
     for workflow in spec.parallel:
-        child = q.get_token(tx.conn, child_id(parent.token, spec.name, parent.visit, workflow))
+        child = get_token(tx.conn, child_id(parent.token, spec.name, parent.visit, workflow))
         if child is not None:
             found.append(child)
     return found

@@ -10,9 +10,17 @@ from sqlalchemy import Connection
 from stateous.control.clock import Clock
 from stateous.control.engine.tx import EngineConfig, Tx
 from stateous.control.engine.views import grant
-from stateous.control.store import queries as q
-from stateous.control.store.db import family_key
-from stateous.control.store.queries import TaskRecord, TokenRecord
+from stateous.control.store.claims import (
+    claim_row_for_update,
+    claim_tasks,
+    queued_candidates,
+    save_claim,
+    tasks_to_claim,
+)
+from stateous.control.store.locks import try_lock_families
+from stateous.control.store.records import ClaimRecord, TaskRecord, TokenRecord
+from stateous.control.store.tasks import task_and_token, update_task
+from stateous.control.store.tokens import get_token
 from stateous.model.wire import GrantWire
 
 CANDIDATES = 20
@@ -44,7 +52,7 @@ def claim(
     if not states and request is None:
         return None
     tx = Tx.open(conn, clock, config)
-    row = None if request is None else q.claim_row_for_update(conn, supervisor)
+    row = None if request is None else claim_row_for_update(conn, supervisor)
     if row is not None:
         repeated = _repeat(tx, supervisor, str(request), row)
         if repeated is not None:
@@ -70,7 +78,7 @@ def claim_many(
     if not states and request is None:
         return []
     tx = Tx.open(conn, clock, config)
-    row = None if request is None else q.claim_row_for_update(conn, supervisor)
+    row = None if request is None else claim_row_for_update(conn, supervisor)
     if row is not None:
         repeated = _repeat_all(tx, supervisor, str(request), row)
         if repeated:
@@ -81,12 +89,12 @@ def claim_many(
     return _granted(tx, supervisor, taken)
 
 
-def _save(tx: Tx, row: q.ClaimRecord, request: str, taken: Sequence[Taken]) -> None:
+def _save(tx: Tx, row: ClaimRecord, request: str, taken: Sequence[Taken]) -> None:
     """Keep this claim as the supervisor's last one, for a repeat of its request id."""
     if not taken and row.request == request and row.task_id is None and not row.more:
         return  # kept already: a waiting claim that found nothing again (the hand-off)
     pairs = [(task.id, task.attempt) for task, _, _ in taken]
-    q.save_claim(tx.conn, row.supervisor, request, pairs, had_more=bool(row.more))
+    save_claim(tx.conn, row.supervisor, request, pairs, had_more=bool(row.more))
 
 
 def _granted(tx: Tx, supervisor: str, taken: Sequence[Taken]) -> list[GrantWire]:
@@ -103,14 +111,14 @@ def _granted(tx: Tx, supervisor: str, taken: Sequence[Taken]) -> list[GrantWire]
 # --- a repeated request id --------------------------------------------------------------------
 
 
-def _repeat(tx: Tx, supervisor: str, request: str, row: q.ClaimRecord) -> GrantWire | None:
+def _repeat(tx: Tx, supervisor: str, request: str, row: ClaimRecord) -> GrantWire | None:
     """The same grant again when the last claim's task is still held on the same attempt."""
     if row.request != request or row.task_id is None or row.attempt is None:
         return None
     return _renewed(tx, supervisor, row.task_id, row.attempt)
 
 
-def _repeat_all(tx: Tx, supervisor: str, request: str, row: q.ClaimRecord) -> list[GrantWire]:
+def _repeat_all(tx: Tx, supervisor: str, request: str, row: ClaimRecord) -> list[GrantWire]:
     """Every grant of the last claim still held on its attempt, renewed, in the first order.
 
     Empty when the request id is another, or nothing of that claim is still held: then this is
@@ -125,7 +133,7 @@ def _repeat_all(tx: Tx, supervisor: str, request: str, row: q.ClaimRecord) -> li
 
 def _renewed(tx: Tx, supervisor: str, task_id: int, attempt: int) -> GrantWire | None:
     """Renew the lease of a task this supervisor still holds on `attempt`, and its grant."""
-    found = q.task_and_token(tx.conn, task_id)
+    found = task_and_token(tx.conn, task_id)
     if found is None:
         return None
     task, token = found
@@ -134,7 +142,7 @@ def _renewed(tx: Tx, supervisor: str, task_id: int, attempt: int) -> GrantWire |
     if task.lease_until is None or task.lease_until < tx.now:
         return None
     until = tx.now + tx.config.lease
-    q.update_task(tx.conn, task.id, lease_until=until)
+    update_task(tx.conn, task.id, lease_until=until)
     return grant(tx, replace(task, lease_until=until), token)
 
 
@@ -154,7 +162,7 @@ def _new_claims(tx: Tx, supervisor: str, states: Sequence[str], most: int) -> li
         return []
     # SQLite's one writer always gets the first candidates; Postgres may find families busy.
     limit = CANDIDATES + most - 1 if tx.locks else most
-    rest = _with_tops(tx, q.queued_candidates(tx.conn, pairs, limit))
+    rest = _with_tops(tx, queued_candidates(tx.conn, pairs, limit))
     taken: list[Taken] = []
     while rest and len(taken) < most:
         locked, rest = _lock_families(tx, rest, most - len(taken))
@@ -190,8 +198,7 @@ def _lock_families(
     and the candidates not tried yet. SQLite (one writer): the first `want`."""
     if not tx.locks:
         return list(candidates[:want]), list(candidates[want:])
-    keys = [family_key(top) for _, top in candidates]
-    positions = q.try_lock_keys(tx.conn, keys, want)
+    positions = try_lock_families(tx.conn, [top for _, top in candidates], want)
     tried = positions[-1] + 1 if len(positions) == want else len(candidates)
     return [candidates[n] for n in positions], list(candidates[tried:])
 
@@ -203,7 +210,7 @@ def _take(tx: Tx, supervisor: str, task_ids: Sequence[int]) -> list[Taken]:
         return []
     # With each token's last seq, so its `task_claimed` row needs no read of its own, and what
     # its grant needs of the ledger and memory.
-    found = q.tasks_to_claim(tx.conn, task_ids)
+    found = tasks_to_claim(tx.conn, task_ids)
     ready = [
         found[task_id]
         for task_id in task_ids
@@ -214,7 +221,7 @@ def _take(tx: Tx, supervisor: str, task_ids: Sequence[int]) -> list[Taken]:
     if not ready:
         return []
     until = tx.now + tx.config.lease
-    q.claim_tasks(tx.conn, [one.task.id for one in ready], supervisor, until)
+    claim_tasks(tx.conn, [one.task.id for one in ready], supervisor, until)
     taken: list[Taken] = []
     for one in ready:
         tx.know_seq(one.token.token, one.seq)
@@ -230,5 +237,5 @@ def _take(tx: Tx, supervisor: str, task_ids: Sequence[int]) -> list[Taken]:
 
 
 def _top(tx: Tx, token_id: str) -> str:
-    token = q.get_token(tx.conn, token_id)
+    token = get_token(tx.conn, token_id)
     return tx.top_of(token) if token is not None else token_id

@@ -16,8 +16,8 @@ from stateous.control.engine.moves import ENDED, fail_token, take
 from stateous.control.engine.routing import Refused, context_errors, decide, routing_context
 from stateous.control.engine.tx import EngineConfig, Tx
 from stateous.control.errors import invalid
-from stateous.control.store import queries as q
-from stateous.control.store.queries import TokenRecord
+from stateous.control.store.ledger import key_used
+from stateous.control.store.records import TokenRecord
 from stateous.model.wire import OWN_EVENTS
 
 
@@ -60,7 +60,7 @@ def fire(
     if token is None:
         raise no_token(token_id)
     acting(tx, token.token, FIRED, by)
-    if key is not None and q.key_used(conn, token.token, key):
+    if key is not None and key_used(conn, token.token, key):
         return Fired(token, duplicate=True)
     body = config.body(token.workflow)
     if token.status in ENDED:

@@ -8,7 +8,7 @@ from sqlalchemy import Connection
 
 from stateous.control.clock import Clock
 from stateous.control.engine.tx import EngineConfig
-from stateous.control.store import queries as q
+from stateous.control.store.tasks import renew_leases
 
 
 def heartbeat(
@@ -18,5 +18,5 @@ def heartbeat(
     if not tasks:
         return []
     now = clock.now()
-    renewed = q.renew_leases(conn, supervisor, sorted(set(tasks)), now, now + config.lease)
+    renewed = renew_leases(conn, supervisor, sorted(set(tasks)), now, now + config.lease)
     return sorted(set(tasks) - renewed)

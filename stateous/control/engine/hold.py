@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from stateous.control.engine.tx import Tx
-from stateous.control.store import queries as q
-from stateous.control.store.queries import LedgerRecord, TaskRecord, TokenRecord
+from stateous.control.store.records import LedgerRecord, TaskRecord, TokenRecord
+from stateous.control.store.tokens import get_token
 
 
 def held_events(tx: Tx, token: str) -> list[LedgerRecord]:
@@ -19,7 +19,7 @@ def held_events(tx: Tx, token: str) -> list[LedgerRecord]:
 
 def family(tx: Tx, top: str) -> list[TokenRecord]:
     """The top token, then each child of its current visit in `parallel` order, depth first."""
-    token = q.get_token(tx.conn, top)
+    token = get_token(tx.conn, top)
     if token is None:
         return []
     members = [token]

@@ -9,7 +9,7 @@ from sqlalchemy import Connection
 from stateous.control.clock import Clock
 from stateous.control.engine.checks import check_held, locked_task
 from stateous.control.engine.tx import EngineConfig, Tx
-from stateous.control.store import queries as q
+from stateous.control.store.memory import delete_memory, memory_exists, set_memory
 
 
 def write_memory(
@@ -27,9 +27,9 @@ def write_memory(
     check_held(task, attempt)
     data = {"state": task.state, "memory_key": key}
     if value is not None:
-        q.set_memory(conn, token.token, task.state, key, value)
+        set_memory(conn, token.token, task.state, key, value)
         tx.write(token.token, "memory_set", data)
-    elif q.memory_exists(conn, token.token, task.state, key):
-        q.delete_memory(conn, token.token, task.state, key)
+    elif memory_exists(conn, token.token, task.state, key):
+        delete_memory(conn, token.token, task.state, key)
         tx.write(token.token, "memory_deleted", data)
     tx.flush()

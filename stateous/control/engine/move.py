@@ -22,8 +22,8 @@ from stateous.control.engine.repair import by_data, entry_problem, repaired_toke
 from stateous.control.engine.routing import context_errors
 from stateous.control.engine.tx import EngineConfig, Tx
 from stateous.control.errors import conflict, invalid
-from stateous.control.store import queries as q
-from stateous.control.store.queries import TokenRecord
+from stateous.control.store.records import TokenRecord
+from stateous.control.store.tokens import get_token
 from stateous.model.graph import END, START, WorkflowBody
 
 MOVABLE = ("active", "paused", "failed")
@@ -80,7 +80,7 @@ def move(
     if paused:
         _pause_family(tx, token)
     tx.flush()
-    return q.get_token(conn, token.token) or token
+    return get_token(conn, token.token) or token
 
 
 def _check_target(body: WorkflowBody, to: str) -> None:

@@ -17,8 +17,15 @@ from stateous.control.engine.choice import choose_start, context_errors
 from stateous.control.engine.hold import held_events, hold
 from stateous.control.engine.routing import Refused, Routing, decide, next_visit, routing_context
 from stateous.control.engine.tx import Tx
-from stateous.control.store import queries as q
-from stateous.control.store.queries import TaskRecord, TokenRecord
+from stateous.control.store.records import TaskRecord, TokenRecord
+from stateous.control.store.tasks import (
+    insert_task,
+    leave_and_queue,
+    leave_tasks_and_timers,
+    queue_next_visit,
+)
+from stateous.control.store.timers import insert_timer
+from stateous.control.store.tokens import get_token, insert_token
 from stateous.model.durations import parse_duration
 from stateous.model.graph import END, START, STARTED, StateSpec, TransitionSpec, WorkflowBody
 
@@ -62,11 +69,11 @@ def create_token(
     if target is not None and not target.is_parallel:
         # The common start: the row is inserted once, already in its first state.
         token = replace(token, state=target.name, visit=1)
-        q.insert_token(tx.conn, token)
-        task = q.insert_task(tx.raw, token.token, target.name, 1, tx.now)
+        insert_token(tx.conn, token)
+        task = insert_task(tx.raw, token.token, target.name, 1, tx.now)
         write_first_entry(tx, token, task, target.timeout_seconds)
         return token
-    q.insert_token(tx.conn, token)
+    insert_token(tx.conn, token)
     if transition.target == END:
         return end_token(tx, token, "completed", {})
     return enter(tx, body, token, transition.target)
@@ -99,7 +106,7 @@ def set_timer(
 ) -> None:
     """A pending timer for the token's current state and visit; writes `timer_set`."""
     due = tx.now + timedelta(seconds=seconds)
-    q.insert_timer(
+    insert_timer(
         tx.raw, token=token.token, state=token.state, visit=token.visit, event=event,
         payload=payload, set_at=tx.now, due_at=due, kind=kind,
     )  # fmt: skip
@@ -122,7 +129,7 @@ def enter(
     elif queued is not None:
         task, visit = queued
     else:  # the task and its visit in one statement
-        task, visit = q.queue_next_visit(tx.raw, token.token, state, tx.now)
+        task, visit = queue_next_visit(tx.raw, token.token, state, tx.now)
     tx.write(token.token, "entered", {"state": state, "visit": visit})
     tx.update_token(token.token, state=state, visit=visit, entered_at=tx.now)
     token = replace(token, state=state, visit=visit, entered_at=tx.now)
@@ -156,9 +163,9 @@ def leave(
     target = body.states.get(enters) if enters is not None else None
     queued = None
     if target is not None and not target.is_parallel and not parallel:
-        closed, queued = q.leave_and_queue(tx.raw, token.token, done, target.name, tx.now)
+        closed, queued = leave_and_queue(tx.raw, token.token, done, target.name, tx.now)
     else:
-        closed = q.leave_tasks_and_timers(tx.raw, token.token, done)
+        closed = leave_tasks_and_timers(tx.raw, token.token, done)
     for task_id, status in closed:
         tx.write(token.token, f"task_{status}", {"task": task_id})
     if spec is not None and parallel:
@@ -259,7 +266,7 @@ def check_join(tx: Tx, child: TokenRecord) -> None:
     """The join check of a child that just completed or failed."""
     if child.parent is None:
         return
-    parent = q.get_token(tx.conn, child.parent)
+    parent = get_token(tx.conn, child.parent)
     if parent is None or parent.status != "active":
         return
     body = tx.config.body(parent.workflow)

@@ -12,8 +12,8 @@ from stateous.control.engine.audit import acting
 from stateous.control.engine.hold import family
 from stateous.control.engine.steering import steered_token
 from stateous.control.engine.tx import EngineConfig, Tx
-from stateous.control.store import queries as q
-from stateous.control.store.queries import TokenRecord
+from stateous.control.store.records import TokenRecord
+from stateous.control.store.tokens import get_token
 
 
 def pause(
@@ -33,4 +33,4 @@ def pause(
             tx.update_token(member.token, status="paused")
             tx.write(member.token, "paused", {})
     tx.flush()
-    return q.get_token(conn, token.token) or token
+    return get_token(conn, token.token) or token

@@ -9,7 +9,7 @@ from stateous.control.engine.checks import no_token
 from stateous.control.engine.routing import next_visit
 from stateous.control.engine.tx import Tx
 from stateous.control.errors import conflict, invalid
-from stateous.control.store.queries import TokenRecord
+from stateous.control.store.records import TokenRecord
 from stateous.model.graph import WorkflowBody
 
 _BASE = {"retried": "retry", "moved": "move"}

@@ -23,8 +23,8 @@ from stateous.control.engine.routing import (
 )
 from stateous.control.engine.tx import EngineConfig, Tx
 from stateous.control.errors import conflict, invalid
-from stateous.control.store import queries as q
-from stateous.control.store.queries import TaskRecord, TokenRecord
+from stateous.control.store.records import TaskRecord, TokenRecord
+from stateous.control.store.tasks import update_task
 from stateous.model.durations import DurationError, parse_duration
 from stateous.model.graph import WorkflowBody
 from stateous.model.wire import OWN_EVENTS
@@ -113,7 +113,7 @@ def _waiting(
     writes = _writes(tx, body, token, outcome)
     check_schedules(tx, body, outcome.schedules)
     token = apply_outcome(tx, token, writes, outcome.schedules)
-    q.update_task(tx.raw, task.id, status="waiting", lease_until=None)
+    update_task(tx.raw, task.id, status="waiting", lease_until=None)
     tx.write(token.token, "task_waiting", {"task": task.id})
     return token
 
@@ -164,6 +164,6 @@ def _hold_outcome(tx: Tx, token: TokenRecord, task: TaskRecord, outcome: Outcome
         tx, token, str(outcome.event), outcome.payload, task=task,
         writes=outcome.context, schedules=schedules,
     )  # fmt: skip
-    q.update_task(tx.raw, task.id, status="done", lease_until=None)
+    update_task(tx.raw, task.id, status="done", lease_until=None)
     tx.write(token.token, "task_done", {"task": task.id})
     return token

@@ -14,8 +14,9 @@ from stateous.control.engine.moves import Schedule, fail_token, take
 from stateous.control.engine.routing import Refused, context_errors, decide, routing_context
 from stateous.control.engine.steering import steered_token
 from stateous.control.engine.tx import EngineConfig, Tx
-from stateous.control.store import queries as q
-from stateous.control.store.queries import LedgerRecord, TokenRecord
+from stateous.control.store.records import LedgerRecord, TokenRecord
+from stateous.control.store.timers import shift_pending_timers
+from stateous.control.store.tokens import get_token
 from stateous.model.wire import OWN_EVENTS
 
 
@@ -41,13 +42,13 @@ def resume(
     for row in collected:
         _apply(tx, row)
     tx.flush()
-    return q.get_token(conn, token.token) or token
+    return get_token(conn, token.token) or token
 
 
 def _resume_member(tx: Tx, member: TokenRecord) -> list[LedgerRecord]:
     rows = tx.ledger(member.token, ("paused",))
     paused_at = rows[-1].at if rows else tx.now
-    q.shift_pending_timers(tx.conn, member.token, paused_at, tx.now)
+    shift_pending_timers(tx.conn, member.token, paused_at, tx.now)
     tx.update_token(member.token, status="active")
     held = held_events(tx, member.token)
     tx.write(member.token, "resumed", {})
@@ -61,7 +62,7 @@ def _drop(tx: Tx, token: str, event: str, reason: str) -> None:
 def _apply(tx: Tx, row: LedgerRecord) -> None:
     """Apply one held event as if it arrived now, or drop it with its reason."""
     event, payload = str(row.data["event"]), row.data.get("payload")
-    member = q.get_token(tx.conn, row.token)
+    member = get_token(tx.conn, row.token)
     if member is None:
         return
     if member.status != "active":

@@ -19,8 +19,8 @@ from stateous.control.engine.moves import enter
 from stateous.control.engine.repair import by_data, entry_problem, repaired_token
 from stateous.control.engine.tx import EngineConfig, Tx
 from stateous.control.errors import conflict
-from stateous.control.store import queries as q
-from stateous.control.store.queries import TokenRecord
+from stateous.control.store.records import TokenRecord
+from stateous.control.store.tokens import get_token
 from stateous.model.graph import START, WorkflowBody
 
 
@@ -47,7 +47,7 @@ def retry(
     tx.write(token.token, "retried", by_data({"state": token.state}, by))
     token = enter(tx, body, token, token.state)
     tx.flush()
-    return q.get_token(conn, token.token) or token
+    return get_token(conn, token.token) or token
 
 
 def _check_state(token: TokenRecord, body: WorkflowBody) -> None:

@@ -7,8 +7,9 @@ from stateous.control.engine.moves import fail_token
 from stateous.control.engine.moves import route as route
 from stateous.control.engine.routing import Refused
 from stateous.control.engine.tx import Tx
-from stateous.control.store import queries as q
-from stateous.control.store.queries import TaskRecord, TokenRecord
+from stateous.control.store.records import TaskRecord, TokenRecord
+from stateous.control.store.tasks import update_task
+from stateous.control.store.timers import cancel_timers
 from stateous.model.graph import WorkflowBody
 
 
@@ -19,11 +20,11 @@ def failed_attempt(
     tx.write(token.token, "task_failed", {"task": task.id, "error": error})
     spec = body.states[task.state]
     if task.attempt <= spec.retries:
-        q.update_task(tx.raw, task.id, status="queued", claimed_by=None, lease_until=None)
+        update_task(tx.raw, task.id, status="queued", claimed_by=None, lease_until=None)
         tx.write(token.token, "task_retrying", {"task": task.id, "attempt": task.attempt + 1})
-        q.cancel_timers(tx.raw, token.token, kind="timer")
+        cancel_timers(tx.raw, token.token, kind="timer")
         return token
-    q.update_task(tx.raw, task.id, status="failed", lease_until=None)
+    update_task(tx.raw, task.id, status="failed", lease_until=None)
     state = task.state
     if token.status == "paused":
         hold(tx, token, "error", None, task=task)

@@ -13,7 +13,7 @@ from stateous.control.engine.choice import choose_start as choose_start
 from stateous.control.engine.choice import context_errors as context_errors
 from stateous.control.engine.choice import targets_text as targets_text
 from stateous.control.engine.tx import Tx
-from stateous.control.store.queries import TokenRecord
+from stateous.control.store.records import TokenRecord
 from stateous.model.graph import TransitionSpec, WorkflowBody
 from stateous.model.guards import GuardEnv
 

@@ -16,8 +16,8 @@ from stateous.control.engine.moves import create_token
 from stateous.control.engine.routing import choose_start, context_errors
 from stateous.control.engine.tx import EngineConfig, Tx
 from stateous.control.errors import invalid
-from stateous.control.store import queries as q
-from stateous.control.store.queries import TokenRecord
+from stateous.control.store.records import TokenRecord
+from stateous.control.store.tokens import token_any_case
 from stateous.model.graph import TransitionSpec, WorkflowBody
 
 TOKEN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -84,7 +84,7 @@ def start(
     acting(tx, token_id, frozenset({"started"}), by)
     # Lock first, so that two starts of one id take turns and the second sees the first.
     tx.lock_id(token_id)
-    existing, other = q.token_any_case(conn, token_id)
+    existing, other = token_any_case(conn, token_id)
     if existing is not None:
         return Started(existing, created=False)
     check_new_id(token_id, other)

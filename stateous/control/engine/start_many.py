@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
 from stateous.control.clock import Clock
@@ -26,13 +26,11 @@ from stateous.control.engine.moves import write_first_entry, write_started
 from stateous.control.engine.start import Started, check_new_id, check_start_body, starting
 from stateous.control.engine.tx import EngineConfig, Tx
 from stateous.control.errors import Refusal
-from stateous.control.store import queries as q
-from stateous.control.store.db import family_key
-from stateous.control.store.queries import TokenRecord
+from stateous.control.store.locks import lock_families
+from stateous.control.store.records import TokenRecord
+from stateous.control.store.tasks import insert_first_tasks
+from stateous.control.store.tokens import insert_tokens, tokens_folded_in
 from stateous.model.graph import START, STARTED, WorkflowBody
-
-#: Lock many families in one statement; the keys come sorted, and `unnest` keeps their order.
-_LOCK_IDS = text("SELECT count(pg_advisory_xact_lock(k)) FROM unnest(CAST(:keys AS bigint[])) k")
 
 
 @dataclass(frozen=True)
@@ -73,10 +71,10 @@ def start_many(
             outcomes.append(exc)
     ids = [args.token for args, outcome in zip(starts, outcomes, strict=True) if outcome is None]
     if tx.locks and ids:
-        conn.execute(_LOCK_IDS, {"keys": sorted({family_key(token) for token in ids})})
+        lock_families(conn, ids)
     # Token ids that may exist are ASCII (the form of `check_new_id`, and children's ids built
     # from them), where Python's lower case is the database's.
-    known = q.tokens_folded_in(conn, sorted({token.lower() for token in ids}))
+    known = tokens_folded_in(conn, sorted({token.lower() for token in ids}))
     body = config.body(None)
     made: list[tuple[TokenRecord, StartArgs]] = []
     for n, args in enumerate(starts):
@@ -118,10 +116,10 @@ def _one(
 def _insert(tx: Tx, body: WorkflowBody, made: Sequence[tuple[TokenRecord, StartArgs]]) -> None:
     """The rows of the new tokens, `create_token`'s (`write_started`, `write_first_entry`),
     a statement for each kind."""
-    q.insert_tokens(tx.conn, [token for token, _ in made])
-    tasks = q.insert_first_tasks(tx.conn, [(token.token, token.state) for token, _ in made], tx.now)
+    insert_tokens(tx.conn, [token for token, _ in made])
+    firsts = insert_first_tasks(tx.conn, [(token.token, token.state) for token, _ in made], tx.now)
     for token, args in made:
         acting(tx, token.token, frozenset({"started"}), args.by)
         write_started(tx, token.token, token.context)
-        write_first_entry(tx, token, tasks[token.token], body.states[token.state].timeout_seconds)
+        write_first_entry(tx, token, firsts[token.token], body.states[token.state].timeout_seconds)
     tx.flush()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from stateous.control.engine.checks import no_token
 from stateous.control.engine.tx import Tx
 from stateous.control.errors import conflict
-from stateous.control.store.queries import TokenRecord
+from stateous.control.store.records import TokenRecord
 
 
 def steered_token(

@@ -2,42 +2,34 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection
 
 from stateous.control.clock import Clock
 from stateous.control.engine.moves import fail_token
 from stateous.control.engine.route import route
 from stateous.control.engine.routing import Refused
 from stateous.control.engine.tx import EngineConfig, Tx
-from stateous.control.store.tables import timers, tokens
+from stateous.control.store.timers import due_at, get_timer, mark_fired
 
 
 def due_timers(conn: Connection, clock: Clock) -> list[int]:
     """Pending timers due now whose token is active, by due time then id (one read)."""
-    # The token's status through its primary key (a correlated subquery), as claims read it:
-    # a join let Postgres without fresh statistics scan every active token per timer.
-    active = select(tokens.c.status).where(tokens.c.token == timers.c.token).scalar_subquery()
-    query = (
-        select(timers.c.id)
-        .where(timers.c.status == "pending", timers.c.due_at <= clock.now(), active == "active")
-        .order_by(timers.c.due_at, timers.c.id)
-    )
-    return [int(i) for i in conn.execute(query).scalars()]
+    return due_at(conn, clock.now())
 
 
 def fire_timer(conn: Connection, clock: Clock, config: EngineConfig, timer_id: int) -> bool:
     """Fire one timer; False when it is skipped (gone, not due, token moved or not active)."""
     tx = Tx.open(conn, clock, config)
-    row = conn.execute(select(timers).where(timers.c.id == timer_id)).first()
+    row = get_timer(conn, timer_id)
     if row is None:
         return False
     token = tx.lock_token(row.token)
-    row = conn.execute(select(timers).where(timers.c.id == timer_id)).first()
+    row = get_timer(conn, timer_id)
     if row is None or row.status != "pending" or row.due_at > tx.now or token is None:
         return False
     if token.status != "active" or (token.state, token.visit) != (row.state, row.visit):
         return False
-    conn.execute(update(timers).where(timers.c.id == timer_id).values(status="fired"))
+    mark_fired(conn, timer_id)
     tx.write(token.token, "timer_fired", {"event": row.event})
     body = config.body(token.workflow)
     result = route(tx, body, token, row.event, row.payload)

@@ -7,32 +7,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from stateous.control.clock import Clock
-from stateous.control.store import audit
-from stateous.control.store import queries as q
-from stateous.control.store.db import family_key
+from stateous.control.store import audit, ledger, memory, tasks, tokens
+from stateous.control.store.dialect import Dialect, dialect_of
 from stateous.control.store.group import group_time
+from stateous.control.store.locks import lock_family, lock_task_family
+from stateous.control.store.records import LedgerRecord, TokenRecord
+from stateous.control.store.writes import write_changes
 from stateous.model.graph import Graph, WorkflowBody
 from stateous.model.validation import ModelValidator, validator_for
-
-
-def family_key_sql(top: str) -> str:
-    """`family_key` as a Postgres expression of the SQL expression `top`: the first 8 bytes of
-    the SHA-256 of `token:<id in lower case>` as a signed 64-bit integer (token ids are ASCII,
-    so Postgres's `lower` is Python's)."""
-    digest = f"sha256(convert_to('token:' || lower({top}), 'UTF8'))"
-    return f"('x' || left(encode({digest}, 'hex'), 16))::bit(64)::bigint"
-
-
-#: The family lock of a task's token: the key of the token's parent, or of itself.
-_LOCK_TASK_FAMILY = text(
-    f"SELECT pg_advisory_xact_lock({family_key_sql('coalesce(k.parent, k.token)')}), "
-    "p.parent IS NOT NULL AS deeper "
-    "FROM tasks t JOIN tokens k ON k.token = t.token LEFT JOIN tokens p ON p.token = k.parent "
-    "WHERE t.id = :id"
-)
 
 
 @dataclass(frozen=True)
@@ -68,6 +53,8 @@ class Tx:
     raw: Connection
     now: datetime
     config: EngineConfig
+    #: The database's ways (what it locks, whether writes are fused), chosen once.
+    dialect: Dialect
     _seq: dict[str, int] = field(default_factory=dict)
     _rows: list[dict[str, Any]] = field(default_factory=list)
     #: The columns to set, by token, in the order of the first change of each token.
@@ -83,7 +70,7 @@ class Tx:
     def open(cls, conn: Connection, clock: Clock, config: EngineConfig) -> Tx:
         """Begin the engine's view of the caller's transaction."""
         # In a shared transaction, never before the `at` of the operation before (spec 75 §4).
-        return cls(raw=conn, now=group_time(clock.now()), config=config)
+        return cls(raw=conn, now=group_time(clock.now()), config=config, dialect=dialect_of(conn))
 
     @property
     def conn(self) -> Connection:
@@ -94,9 +81,10 @@ class Tx:
 
     @property
     def locks(self) -> bool:
-        """Whether families are locked (Postgres). SQLite has one writer at a time, so what a
-        transaction read stays true until it commits, and nothing needs reading twice."""
-        return self.raw.dialect.name == "postgresql"
+        """Whether families are locked (`Dialect.locks`: Postgres). SQLite has one writer at a
+        time, so what a transaction read stays true until it commits, and nothing needs
+        reading twice."""
+        return self.dialect.locks
 
     @property
     def graph(self) -> Graph:
@@ -107,7 +95,7 @@ class Tx:
         """Append a ledger row to `token`'s ledger (numbered max + 1, in writing order)."""
         seq = self._seq.get(token)
         if seq is None:
-            seq = 0 if token in self.new_tokens else q.last_seq(self.raw, token)
+            seq = 0 if token in self.new_tokens else ledger.last_seq(self.raw, token)
         seq += 1
         self._seq[token] = seq
         if self.act is not None and self.act[0] == token and kind in self.act[1]:
@@ -125,13 +113,14 @@ class Tx:
         self._changes.setdefault(token, {}).update(values)
 
     def delete_all_memory(self, token: str) -> None:
-        """Delete every memory row of a token (it ended). On Postgres, with the token's
-        changes at the next write of them (a data-modifying WITH of the same statement); on
-        SQLite at once (its statements cost no round trip, and it has no such WITH)."""
-        if self.locks:
+        """Delete every memory row of a token (it ended). Where writes are fused (Postgres),
+        with the token's changes at the next write of them (a data-modifying WITH of the same
+        statement); on SQLite at once (its statements cost no round trip, and it has no such
+        WITH)."""
+        if self.dialect.fuses_writes:
             self._forget.add(token)
         else:
-            q.delete_all_memory(self.raw, token)
+            memory.delete_all_memory(self.raw, token)
 
     def flush(self) -> None:
         """Write the buffered token changes and insert the buffered ledger rows."""
@@ -142,27 +131,27 @@ class Tx:
     def _write_changes(self, rows: Sequence[dict[str, Any]]) -> None:
         changes, self._changes = self._changes, {}
         forget, self._forget = self._forget, set()
-        q.write_changes(self.raw, changes, forget, rows)
+        write_changes(self.raw, changes, forget, rows)
 
-    def ledger(self, token: str, kinds: Iterable[str]) -> list[q.LedgerRecord]:
+    def ledger(self, token: str, kinds: Iterable[str]) -> list[LedgerRecord]:
         """The token's ledger rows of some kinds, including those written in this transaction."""
         wanted = set(kinds)
         if token in self.new_tokens:
             return [
-                q.LedgerRecord(r["token"], r["seq"], r["at"], r["kind"], r["key"], r["data"])
+                LedgerRecord(r["token"], r["seq"], r["at"], r["kind"], r["key"], r["data"])
                 for r in self._rows
                 if r["token"] == token and r["kind"] in wanted
             ]
         self.flush()
-        return q.ledger_of(self.conn, token, wanted)
+        return ledger.ledger_of(self.conn, token, wanted)
 
     # --- locks ----------------------------------------------------------------------------
 
-    def top_of(self, token: q.TokenRecord) -> str:
+    def top_of(self, token: TokenRecord) -> str:
         """The id of the token's top token (following `parent` upward)."""
         current = token
         while current.parent is not None:
-            parent = q.get_token(self.conn, current.parent)
+            parent = tokens.get_token(self.conn, current.parent)
             if parent is None:
                 return current.parent
             current = parent
@@ -171,22 +160,22 @@ class Tx:
     def lock_id(self, top: str) -> None:
         """Take the family lock of a top token id (Postgres; SQLite has one writer)."""
         if self.locks:
-            self.conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": family_key(top)})
+            lock_family(self.conn, top)
 
-    def lock_token(self, token_id: str) -> q.TokenRecord | None:
+    def lock_token(self, token_id: str) -> TokenRecord | None:
         """Lock the family of a token, then read the token (None: no such token)."""
         if not self.locks:
-            return q.get_token(self.conn, token_id)
+            return tokens.get_token(self.conn, token_id)
         # Most tokens an operator or the clock acts on are top tokens: take the lock of the
         # family this id would head, then read once. A child's own id heads no family, so that
         # lock keeps no one waiting; the child then takes its top's lock and reads again. Every
         # path takes such a key before a top's, never after one, so no two wait on each other.
         self.lock_id(token_id)
-        token = q.get_token(self.conn, token_id)
+        token = tokens.get_token(self.conn, token_id)
         if token is None or token.parent is None:
             return token
         self.lock_id(self.top_of(token))
-        return q.get_token(self.conn, token_id)
+        return tokens.get_token(self.conn, token_id)
 
     def lock_task_family(self, task_id: int) -> None:
         """Take the family lock of a task's token in one statement (Postgres): the key of the
@@ -194,8 +183,7 @@ class Tx:
         its top's lock too (see `lock_token` for the order). No such task: no lock."""
         if not self.locks:
             return
-        row = self.conn.execute(_LOCK_TASK_FAMILY, {"id": task_id}).first()
-        if row is not None and row.deeper:
-            first = q.task_and_token(self.conn, task_id)
+        if lock_task_family(self.conn, task_id):
+            first = tasks.task_and_token(self.conn, task_id)
             if first is not None:
                 self.lock_id(self.top_of(first[1]))

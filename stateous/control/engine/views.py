@@ -7,8 +7,9 @@ from typing import Any
 
 from stateous.control.clock import iso
 from stateous.control.engine.tx import Tx
-from stateous.control.store import queries as q
-from stateous.control.store.queries import LedgerRecord, TaskRecord, TokenRecord
+from stateous.control.store.ledger import last_of_kind
+from stateous.control.store.memory import memory_of
+from stateous.control.store.records import LedgerRecord, TaskRecord, TokenRecord
 from stateous.model.wire import GrantWire, HistoryEntryWire, TokenWire
 
 
@@ -55,7 +56,7 @@ def grant(
     and whether the state has memory, as read with the task (else read here)."""
     tx.flush()
     if known is None:
-        last = q.last_of_kind(tx.conn, token.token, "event_accepted")
+        last = last_of_kind(tx.conn, token.token, "event_accepted")
         known = (str(last.data["event"]) if last else "__started__", True)
     entered_by, has_memory = known
     state = task.state if token.workflow is None else f"{token.workflow}/{task.state}"
@@ -66,6 +67,6 @@ def grant(
         "visit": task.visit,
         "attempt": task.attempt,
         "context": token.context,
-        "memory": q.memory_of(tx.conn, token.token, task.state) if has_memory else {},
+        "memory": memory_of(tx.conn, token.token, task.state) if has_memory else {},
         "entered_by": {"name": entered_by},
     }

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection
 
 from stateous.control.clock import Clock, iso
 from stateous.control.engine.checks import no_token
@@ -20,11 +20,12 @@ from stateous.control.engine.hold import family, held_events
 from stateous.control.engine.moves import ENDED, LIVE
 from stateous.control.engine.tx import EngineConfig, Tx
 from stateous.control.engine.views import token_wire
-from stateous.control.store import queries as q
 from stateous.control.store import registry
+from stateous.control.store.ledger import last_of_kind
 from stateous.control.store.operator_queries import state_name
-from stateous.control.store.queries import TaskRecord, TokenRecord
-from stateous.control.store.tables import TASK_IS_OPEN, tasks, tokens
+from stateous.control.store.records import TaskRecord, TokenRecord
+from stateous.control.store.tasks import open_tasks, queued_ahead
+from stateous.control.store.tokens import get_token
 from stateous.model.graph import StateSpec
 from stateous.model.wire import OWN_EVENTS
 
@@ -60,7 +61,7 @@ def seen_supervisors(conn: Connection, now: datetime) -> Seen:
 
 def why(conn: Connection, clock: Clock, config: EngineConfig, token_id: str) -> dict[str, Any]:
     """`{"token", "findings"}` for one token, or `404 token_not_found`."""
-    token = q.get_token(conn, token_id)
+    token = get_token(conn, token_id)
     if token is None:
         raise no_token(token_id)
     tx = Tx.open(conn, clock, config)
@@ -75,7 +76,7 @@ def _findings(tx: Tx, token: TokenRecord) -> Iterator[Finding]:
     if token.status == "paused":
         yield _paused(tx, token)
     spec = tx.config.body(token.workflow).states.get(token.state)
-    task = next(iter(q.open_tasks(tx.conn, token.token)), None)
+    task = next(iter(open_tasks(tx.conn, token.token)), None)
     healthy = False
     if task is not None:
         found = list(_task_findings(tx, token, task))
@@ -99,7 +100,7 @@ def _finding(code: str, sentence: str, since: datetime | None = None) -> Finding
 
 
 def _ended(tx: Tx, token: TokenRecord) -> Finding:
-    row = q.last_of_kind(tx.conn, token.token, token.status)
+    row = last_of_kind(tx.conn, token.token, token.status)
     since = row.at if row is not None else None
     where = _shown(token.state)
     if token.status == "completed":
@@ -119,7 +120,7 @@ def _shown(state: str) -> str:
 
 
 def _paused(tx: Tx, token: TokenRecord) -> Finding:
-    row = q.last_of_kind(tx.conn, token.token, "paused")
+    row = last_of_kind(tx.conn, token.token, "paused")
     members = family(tx, token.token) if token.parent is None else [token]
     held = sum(len(held_events(tx, m.token)) for m in members if m.status == "paused")
     events = "1 event is" if held == 1 else f"{held} events are"
@@ -163,24 +164,7 @@ def _queued(tx: Tx, token: TokenRecord, task: TaskRecord, name: str) -> Iterator
 
 def _ahead(tx: Tx, token: TokenRecord, task: TaskRecord) -> int:
     """How many older queued tasks of the same state, of active tokens, a claim takes first."""
-    workflow = (
-        tokens.c.workflow.is_(None)
-        if token.workflow is None
-        else tokens.c.workflow == token.workflow
-    )
-    query = (
-        select(func.count())
-        .select_from(tasks.join(tokens, tokens.c.token == tasks.c.token))
-        .where(
-            TASK_IS_OPEN,
-            tasks.c.status == "queued",
-            tasks.c.state == task.state,
-            tasks.c.id < task.id,
-            tokens.c.status == "active",
-            workflow,
-        )
-    )
-    return int(tx.conn.execute(query).scalar() or 0)
+    return queued_ahead(tx.conn, task, token.workflow)
 
 
 def _queued_behind(task: TaskRecord, name: str, ahead: int) -> Finding:

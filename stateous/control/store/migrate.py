@@ -9,6 +9,7 @@ from sqlalchemy import Connection, inspect, text
 
 from stateous.control.errors import StoreError
 from stateous.control.store.db import lock_key
+from stateous.control.store.dialect import dialect_of
 from stateous.control.store.tables import TABLE_NAMES
 
 if TYPE_CHECKING:
@@ -66,8 +67,9 @@ def upgrade(conn: Connection) -> None:
     Raises StoreError with the reasons of spec 20 §3.4 (the caller wraps them as
     `cannot use the database <url>: <reason>`).
     """
-    if conn.dialect.name == "postgresql":
-        # Concurrent starters migrate one at a time; migrations may run longer than 30 s.
+    if dialect_of(conn).locks:
+        # Concurrent starters migrate one at a time (Postgres); migrations may run longer than
+        # 30 s.
         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": lock_key("@stateous/migrate")})
         conn.execute(text("SET LOCAL statement_timeout = 0"))
     check(conn)

@@ -1,24 +1,23 @@
-"""The SQL of the operators' read routes (spec 70 §1): tasks, timers, memory, history, stats.
+"""The operators' reads of one token or of the tasks (spec 70 §1): tasks, timers, memory, history.
 
 A child token's state is named `<workflow>/<state>` here, as in a grant and in `/stats`, so
-that one name means one state across the operator routes.
+that one name means one state across the operator routes. Each statement is built per call
+from its filters and run through `Connection.execute`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Row, Select, func, literal_column, select
+from sqlalchemy import Connection, Row, Select, select
 
 from stateous.control.store.direct import AnyRow
-from stateous.control.store.queries import TaskRecord
+from stateous.control.store.records import TaskRecord
 from stateous.control.store.tables import (
     OPEN_TASK_STATUSES,
     TASK_IS_OPEN,
-    control_plane,
     ledger,
     memory,
     tasks,
@@ -78,16 +77,6 @@ class MemoryRow:
     state: str
     key: str
     value: Any
-
-
-@dataclass(frozen=True)
-class Stats:
-    """The figures of `GET /stats`."""
-
-    tokens: dict[str, int]
-    states: dict[str, dict[str, int]]
-    oldest_queued_at: datetime | None
-    serving: str | None
 
 
 def _tasks_query() -> Select[Any]:
@@ -165,47 +154,3 @@ def ledger_after(conn: Connection, token: str, after: int) -> list[Row[Any]]:
         .order_by(ledger.c.seq)
     )
     return list(conn.execute(query))
-
-
-def _rare(conn: Connection, condition: ColumnElement[bool]) -> ColumnElement[bool]:
-    """`condition`, marked as true of few rows for SQLite's planner (its statistics know how
-    many statuses there are, not that few tokens are live: it would scan every ended token)."""
-    if conn.dialect.name == "sqlite":
-        return func.likelihood(condition, literal_column("0.01"))
-    return condition
-
-
-def stats(conn: Connection, states: Iterable[str], token_statuses: Iterable[str]) -> Stats:
-    """Counts by token status, and by state (`states` first, in their order, all present)."""
-    by_status = dict.fromkeys(token_statuses, 0)
-    for status, count in conn.execute(
-        select(tokens.c.status, func.count()).group_by(tokens.c.status)
-    ):
-        by_status[status] = int(count)
-    per_state: dict[str, dict[str, int]] = {
-        name: dict.fromkeys(("active", "paused", "queued", "claimed", "waiting"), 0)
-        for name in states
-    }
-    live = (
-        select(tokens.c.workflow, tokens.c.state, tokens.c.status, func.count())
-        .where(_rare(conn, tokens.c.status.in_(("active", "paused"))))
-        .group_by(tokens.c.workflow, tokens.c.state, tokens.c.status)
-    )
-    held = (
-        select(tokens.c.workflow, tasks.c.state, tasks.c.status, func.count())
-        .join(tokens, tokens.c.token == tasks.c.token)
-        .where(TASK_IS_OPEN)
-        .group_by(tokens.c.workflow, tasks.c.state, tasks.c.status)
-    )
-    for query in (live, held):
-        for workflow, state, status, count in conn.execute(query):
-            entry = per_state.setdefault(
-                state_name(workflow, state),
-                dict.fromkeys(("active", "paused", "queued", "claimed", "waiting"), 0),
-            )
-            entry[status] = int(count)
-    oldest = conn.execute(
-        select(func.min(tasks.c.queued_at)).where(TASK_IS_OPEN, tasks.c.status == "queued")
-    ).scalar()
-    serving = conn.execute(select(control_plane.c.serving).where(control_plane.c.id == 1)).scalar()
-    return Stats(by_status, per_state, oldest, serving)

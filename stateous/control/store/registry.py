@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Row, delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 
+from stateous.control.store.dialect import dialect_of
 from stateous.control.store.tables import supervisors
 from stateous.model.environment import DEFAULTS, environment
 
@@ -125,8 +125,7 @@ def status_at(
 
 def _upsert(conn: Connection, values: dict[str, Any]) -> None:
     """Insert the row, or replace every column of the existing one (one statement, no race)."""
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(supervisors).values(values)
+    statement = dialect_of(conn).insert(supervisors).values(values)
     changes = {name: statement.excluded[name] for name in values if name != "supervisor"}
     conn.execute(statement.on_conflict_do_update(index_elements=["supervisor"], set_=changes))
 

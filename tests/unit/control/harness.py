@@ -27,7 +27,7 @@ from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import Refusal
 from stateous.control.plane import Plane
 from stateous.control.store.db import Store
-from stateous.control.store.queries import TokenRecord
+from stateous.control.store.records import TokenRecord
 from stateous.control.ticker import Ticker, TickResult
 from stateous.model.wire import GrantWire
 from tests.support.graphs import DEV as DEV_SHARED

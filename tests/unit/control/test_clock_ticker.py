@@ -16,7 +16,7 @@ from stateous.control.engine.tx import EngineConfig
 from stateous.control.hold import Hold, HoldRefused
 from stateous.control.plane import Plane
 from stateous.control.settings import Settings
-from stateous.control.store import queries as q
+from stateous.control.store.control_plane import read_control_plane, write_control_plane
 from stateous.control.store.db import Store, make_engine
 from stateous.control.ticker import Ticker, one_line
 from tests.support.databases import sqlite_url
@@ -47,7 +47,7 @@ def held(db_url: str, clock: FakeClock, sdlc: EngineConfig) -> tuple[Ticker, Hol
 
 def since(store: Store) -> datetime | None:
     with store.begin() as conn:
-        return q.read_control_plane(conn).since
+        return read_control_plane(conn).since
 
 
 def test_since_is_rewritten_about_every_10_seconds(
@@ -89,7 +89,7 @@ def test_a_taken_database_stops_the_clock(
                 time.sleep(0.02)
     else:
         with store.begin() as conn:
-            q.write_control_plane(conn, serving="other:1:00000000", since=clock.now())
+            write_control_plane(conn, serving="other:1:00000000", since=clock.now())
     clock.advance(1)
     with caplog.at_level(logging.ERROR, logger="stateous.serve"):
         result = ticker.tick()

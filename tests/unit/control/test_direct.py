@@ -14,23 +14,31 @@ from sqlalchemy.exc import IntegrityError
 
 from stateous.control.errors import DatabaseBusy
 from stateous.control.store import direct
-from stateous.control.store import queries as q
+from stateous.control.store import ledger as ledger_q
+from stateous.control.store import memory as memory_q
+from stateous.control.store import tasks as tasks_q
+from stateous.control.store import tokens as tokens_q
 from stateous.control.store.db import Store, make_engine
+from stateous.control.store.ledger import insert_ledger, last_seq
+from stateous.control.store.memory import set_memory
+from stateous.control.store.records import TokenRecord
 from stateous.control.store.tables import ledger, tasks
+from stateous.control.store.tasks import close_open_tasks, get_task, insert_task, update_task
+from stateous.control.store.tokens import get_token, insert_token
 
 AT = datetime(2026, 10, 16, 20, 48, 44, 845389)
 
 
 def _seed(conn: Connection) -> int:
-    record = q.TokenRecord("T-1", "draft", "active", 1, {"title": "x", "n": [1, 2]}, AT, None, None)
-    q.insert_token(conn, record)
+    record = TokenRecord("T-1", "draft", "active", 1, {"title": "x", "n": [1, 2]}, AT, None, None)
+    insert_token(conn, record)
     rows = [
         {"token": "T-1", "seq": 1, "at": AT, "kind": "event_accepted", "key": None, "data": {}},
         {"token": "T-1", "seq": 2, "at": AT, "kind": "entered", "key": "k", "data": {"a": [1]}},
     ]
-    q.insert_ledger(conn, rows)
-    q.set_memory(conn, "T-1", "draft", "plan", {"steps": [1, 2]})
-    return q.insert_task(conn, "T-1", "draft", 1, AT)
+    insert_ledger(conn, rows)
+    set_memory(conn, "T-1", "draft", "plan", {"steps": [1, 2]})
+    return insert_task(conn, "T-1", "draft", 1, AT)
 
 
 def _both(conn: Connection, statement: Any, params: dict[str, Any]) -> tuple[list[Any], list[Any]]:
@@ -40,21 +48,24 @@ def _both(conn: Connection, statement: Any, params: dict[str, Any]) -> tuple[lis
 
 
 @pytest.mark.parametrize(
-    ("name", "params"),
+    ("module", "name", "params"),
     [
-        ("_GET_TOKEN", {"t": "T-1"}),
-        ("_ANY_CASE", {"t": "t-1"}),
-        ("_LAST_OF_KIND", {"t": "T-1", "kind": "entered"}),
-        ("_LEDGER_IN_ORDER", {"t": "T-1"}),
-        ("_LEDGER_OF_KINDS", {"t": "T-1", "kinds": ["entered"]}),  # an expanding IN: SQLAlchemy's
-        ("_OPEN_TASKS", {"t": "T-1"}),  # a literal IN list
-        ("_MEMORY_OF", {"t": "T-1", "s": "draft"}),
+        (tokens_q, "_GET_TOKEN", {"t": "T-1"}),
+        (tokens_q, "_ANY_CASE", {"t": "t-1"}),
+        (ledger_q, "_LAST_OF_KIND", {"t": "T-1", "kind": "entered"}),
+        (ledger_q, "_LEDGER_IN_ORDER", {"t": "T-1"}),
+        # an expanding IN: SQLAlchemy's
+        (ledger_q, "_LEDGER_OF_KINDS", {"t": "T-1", "kinds": ["entered"]}),
+        (tasks_q, "_OPEN_TASKS", {"t": "T-1"}),  # a literal IN list
+        (memory_q, "_MEMORY_OF", {"t": "T-1", "s": "draft"}),
     ],
 )
-def test_a_read_answers_the_same_rows(store: Store, name: str, params: dict[str, Any]) -> None:
+def test_a_read_answers_the_same_rows(
+    store: Store, module: Any, name: str, params: dict[str, Any]
+) -> None:
     with store.begin() as conn:
         _seed(conn)
-        theirs, ours = _both(conn, getattr(q, name), params)
+        theirs, ours = _both(conn, getattr(module, name), params)
     assert ours == theirs
     assert ours  # every case reads at least one row
 
@@ -62,7 +73,7 @@ def test_a_read_answers_the_same_rows(store: Store, name: str, params: dict[str,
 def test_a_join_with_labels_and_a_subquery_answers_the_same_row(store: Store) -> None:
     with store.begin() as conn:
         task = _seed(conn)
-        theirs, ours = _both(conn, q._TASK_TOKEN_SEQ, {"id": task})
+        theirs, ours = _both(conn, tasks_q._TASK_TOKEN_SEQ, {"id": task})
     assert ours == theirs
     assert ours[0][1]["ledger_last_seq"] == 2
     assert ours[0][1]["token_context"] == {"title": "x", "n": [1, 2]}
@@ -74,9 +85,9 @@ def test_an_update_with_returning_and_literal_lists_changes_what_sqlalchemy_woul
 ) -> None:
     with store.begin() as conn:
         task = _seed(conn)
-        q.update_task(conn, task, status="claimed", attempt=1, claimed_by="box", lease_until=AT)
-        assert q.close_open_tasks(conn, "T-1", done=True) == [(task, "done")]
-        row = q.get_task(conn, task)
+        update_task(conn, task, status="claimed", attempt=1, claimed_by="box", lease_until=AT)
+        assert close_open_tasks(conn, "T-1", done=True) == [(task, "done")]
+        row = get_task(conn, task)
     assert row is not None
     assert (row.status, row.attempt, row.claimed_by, row.lease_until) == ("done", 1, "box", None)
 
@@ -84,9 +95,9 @@ def test_an_update_with_returning_and_literal_lists_changes_what_sqlalchemy_woul
 def test_an_update_answers_its_rowcount(store: Store) -> None:
     with store.begin() as conn:
         _seed(conn)
-        changed = direct.execute(conn, q._UPDATE_TOKEN, {"token_id": "T-1", "visit": 2})
-        missing = direct.execute(conn, q._UPDATE_TOKEN, {"token_id": "T-9", "visit": 2})
-        token = q.get_token(conn, "T-1")
+        changed = direct.execute(conn, tokens_q._UPDATE_TOKEN, {"token_id": "T-1", "visit": 2})
+        missing = direct.execute(conn, tokens_q._UPDATE_TOKEN, {"token_id": "T-9", "visit": 2})
+        token = get_token(conn, "T-1")
     assert (changed.rowcount, missing.rowcount) == (1, 0)
     assert token is not None and token.visit == 2
 
@@ -105,26 +116,26 @@ def test_a_drivers_error_is_sqlalchemys_error_and_loses_the_statement_alone(stor
         _seed(conn)
         direct.execute_sql(conn, "SAVEPOINT one")
         with pytest.raises(IntegrityError):
-            q.insert_ledger(
+            insert_ledger(
                 conn,
                 [{"token": "T-1", "seq": 1, "at": AT, "kind": "x", "key": None, "data": {}}],
             )
         direct.execute_sql(conn, "ROLLBACK TO SAVEPOINT one")
-        assert q.last_seq(conn, "T-1") == 2
+        assert last_seq(conn, "T-1") == 2
 
 
 def test_a_statement_on_a_connection_without_a_transaction_begins_one(store: Store) -> None:
     """As `conn.execute` does: the write is undone with the connection's rollback."""
     with store.engine.connect() as conn:
-        direct.execute(conn, q._INSERT_TOKEN, _token_row("T-9"))
+        direct.execute(conn, tokens_q._INSERT_TOKEN, _token_row("T-9"))
         assert conn.in_transaction()
         conn.rollback()
     with store.begin() as conn:
-        assert q.get_token(conn, "T-9") is None
+        assert get_token(conn, "T-9") is None
 
 
 def _token_row(token: str) -> dict[str, Any]:
-    record = q.TokenRecord(token, "draft", "active", 1, {}, AT, None, None)
+    record = TokenRecord(token, "draft", "active", 1, {}, AT, None, None)
     return dict(record.__dict__)
 
 
@@ -142,7 +153,7 @@ def test_insert_values_writes_what_sqlalchemys_insert_writes(store: Store) -> No
     stored = text("SELECT token, seq, CAST(at AS TEXT), kind, key, data FROM ledger ORDER BY token")
     with store.begin() as conn:
         conn.execute(insert(ledger), rows)
-        direct.insert_values(conn, ledger, q._LEDGER_COLUMNS, ours)
+        direct.insert_values(conn, ledger, ledger_q.LEDGER_COLUMNS, ours)
         found = [tuple(r) for r in conn.execute(stored)]
     theirs = [r for r in found if r[0].startswith("A")]
     assert [r[1:] for r in found if r[0].startswith("O")] == [r[1:] for r in theirs]
@@ -191,10 +202,10 @@ def test_begin_against_another_writer_is_database_busy(migrated_db_url: str) -> 
     try:
         other.execute("BEGIN IMMEDIATE")
         with pytest.raises(DatabaseBusy), store.begin() as conn:
-            q.insert_token(conn, q.TokenRecord("B-1", "draft", "active", 1, {}, AT, None, None))
+            insert_token(conn, TokenRecord("B-1", "draft", "active", 1, {}, AT, None, None))
         other.execute("ROLLBACK")
         with store.begin() as conn:
-            assert q.get_token(conn, "B-1") is None
+            assert get_token(conn, "B-1") is None
     finally:
         other.close()
         store.engine.dispose()

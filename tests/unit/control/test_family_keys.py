@@ -8,8 +8,9 @@ from sqlalchemy import text
 
 from stateous.control.clock import FakeClock
 from stateous.control.engine.start import start
-from stateous.control.engine.tx import EngineConfig, Tx, family_key_sql
+from stateous.control.engine.tx import EngineConfig, Tx
 from stateous.control.store.db import Store, family_key
+from stateous.control.store.locks import family_key_sql
 
 IDS = ["ORDER-1", "order-1", "a.B_c-9", "X" * 128, "7"]
 TRY = "SELECT pg_try_advisory_xact_lock(:k)"

@@ -25,8 +25,8 @@ from stateous.control.clock import FakeClock
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.plane import Plane
 from stateous.control.store import migrate
-from stateous.control.store import queries as q
 from stateous.control.store.db import Store, make_engine
+from stateous.control.store.ledger import ledger_of
 from stateous.model.graph import load_graph
 from tests.support.databases import sqlite_url
 from tests.support.graphs import ORDERS, graph_text
@@ -178,7 +178,7 @@ def test_authentication_refuses_and_names_the_actor_alike(pair: tuple[Asgi, Asgi
     assert ours == theirs
     assert [status for _, status, _, _ in ours] == [401, 401, 401, 401, 401, 201, 200, 200]
     with plane.store.begin() as conn:
-        started = q.ledger_of(conn, "T-1")[0]
+        started = ledger_of(conn, "T-1")[0]
     assert started.data["by"] == {"actor": "ops", "via": "api"}
 
 

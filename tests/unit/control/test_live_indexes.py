@@ -13,10 +13,13 @@ from sqlalchemy import func, insert, select, text
 from sqlalchemy.exc import IntegrityError
 
 from stateous.control.store import inbox
+from stateous.control.store import ledger as ledger_statements
 from stateous.control.store import operator_queries as oq
-from stateous.control.store import queries as q
+from stateous.control.store.claims import candidates_query
 from stateous.control.store.db import Store
+from stateous.control.store.stats import stats
 from stateous.control.store.tables import TASK_IS_OPEN, ledger, tasks, tokens
+from stateous.control.store.tokens import children_of
 
 BASE = datetime(2026, 1, 1)
 ENDED = 20_000
@@ -111,19 +114,19 @@ def _bare(sql: str) -> str:
 def test_the_claim_and_the_consoles_reads_walk_the_open_tasks(store: Store) -> None:
     fill(store)
     served = ((None, "draft"),)
-    uses(store, q._candidates_query(served, 16), "tasks_queue")
+    uses(store, candidates_query(served, 16), "tasks_queue")
     oldest = select(func.min(tasks.c.queued_at)).where(TASK_IS_OPEN, tasks.c.status == "queued")
     uses(store, oldest, "tasks_queue")
     with store.begin() as conn:
-        stats = oq.stats(conn, ["draft"], ["active", "completed"])
+        counts = stats(conn, ["draft"], ["active", "completed"])
         waiting = inbox.waiting_tasks(conn, None, 50)
         listed = oq.list_tasks(
             conn, status="queued", token=None, state=None, supervisor=None, limit=100
         )
-    assert stats.states["draft"] == {
+    assert counts.states["draft"] == {
         "active": 30, "paused": 0, "queued": 10, "claimed": 10, "waiting": 10
     }  # fmt: skip
-    assert stats.oldest_queued_at == BASE + timedelta(seconds=ENDED + 1)
+    assert counts.oldest_queued_at == BASE + timedelta(seconds=ENDED + 1)
     assert [item.token for item in waiting] == [f"T-{ENDED + i:06d}" for i in range(0, 30, 3)]
     assert [task.token for task in listed] == [f"T-{ENDED + i:06d}" for i in range(28, 0, -3)]
 
@@ -142,11 +145,13 @@ def test_the_sweep_walks_the_leased_tasks(store: Store) -> None:
 
 def test_keys_and_children_are_found_through_their_indexes(store: Store) -> None:
     fill(store)
-    uses(store, q._KEY_USED.params(t="T-020000", key="k-1"), "ledger_key")
+    uses(store, ledger_statements._KEY_USED.params(t="T-020000", key="k-1"), "ledger_key")
     uses(store, select(tokens).where(tokens.c.parent == "T-020000"), "tokens_parent")
     with store.begin() as conn:
-        assert [t.token for t in q.children_of(conn, "T-020000")] == ["T-020029"]
-        assert conn.execute(q._KEY_USED, {"t": "T-020000", "key": "k-1"}).scalar() == 1
+        assert [t.token for t in children_of(conn, "T-020000")] == ["T-020029"]
+        assert (
+            conn.execute(ledger_statements._KEY_USED, {"t": "T-020000", "key": "k-1"}).scalar() == 1
+        )
 
 
 def test_keys_still_collide_and_null_keys_still_do_not(store: Store) -> None:

@@ -7,8 +7,8 @@ from sqlalchemy import text
 from stateous.control.clock import FakeClock
 from stateous.control.engine.start import start
 from stateous.control.engine.tx import EngineConfig
-from stateous.control.store import queries as q
 from stateous.control.store.db import Store
+from stateous.control.store.tasks import queue_next_visit
 
 
 def test_each_entry_of_a_state_is_its_next_visit(
@@ -18,9 +18,9 @@ def test_each_entry_of_a_state_is_its_next_visit(
         start(conn, clock, orders, "ORDER-1", {"title": "t"})  # draft, visit 1
         start(conn, clock, orders, "ORDER-2", {"title": "t"})
         first = conn.execute(text("SELECT max(id) FROM tasks")).scalar_one()
-        assert q.queue_next_visit(conn, "ORDER-1", "draft", clock.now()) == (first + 1, 2)
-        assert q.queue_next_visit(conn, "ORDER-1", "review", clock.now()) == (first + 2, 1)
-        assert q.queue_next_visit(conn, "ORDER-1", "draft", clock.now()) == (first + 3, 3)
+        assert queue_next_visit(conn, "ORDER-1", "draft", clock.now()) == (first + 1, 2)
+        assert queue_next_visit(conn, "ORDER-1", "review", clock.now()) == (first + 2, 1)
+        assert queue_next_visit(conn, "ORDER-1", "draft", clock.now()) == (first + 3, 3)
         rows = conn.execute(
             text("SELECT token, state, visit, status, attempt FROM tasks ORDER BY id")
         ).all()

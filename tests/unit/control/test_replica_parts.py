@@ -18,7 +18,7 @@ from stateous.control.hold import TOOK, Hold
 from stateous.control.plane import Plane
 from stateous.control.presence import Presence
 from stateous.control.store import migrate, planes
-from stateous.control.store import queries as q
+from stateous.control.store.control_plane import read_control_plane, write_control_plane
 from stateous.control.store.db import Store, make_engine
 from stateous.control.ticker import Ticker, TickResult
 from stateous.control.wakeups import Wakeups
@@ -87,7 +87,7 @@ def test_a_replica_takes_the_hold_when_the_holder_gives_it_up(
             assert (replica.holding, replica.role, taken) == (True, "holder", ["x"])
             assert [r.getMessage() for r in caplog.records] == [TOOK]
             with replica_store.begin() as conn:
-                row = q.read_control_plane(conn)
+                row = read_control_plane(conn)
             assert (row.serving, row.since) == (replica.name, clock.now())
             # The old holder cannot come back as a holder now; its renewal says it lost.
             assert holder.renew() is False
@@ -109,9 +109,9 @@ def test_presence_rows_are_written_listed_and_left(store: Store, clock: FakeCloc
     assert mine.beat()  # its role changed: at once
     with store.begin() as conn:
         # A row that says `holder` counts only while control_plane.serving names it.
-        q.write_control_plane(conn, serving="box:2:bbbbbbbb")
+        write_control_plane(conn, serving="box:2:bbbbbbbb")
         assert [p.name for p in planes.live_planes(conn, T0)] == ["box:2:bbbbbbbb"]
-        q.write_control_plane(conn, serving="box:1:aaaaaaaa")
+        write_control_plane(conn, serving="box:1:aaaaaaaa")
     clock.advance(26)  # `other` was seen 31 s ago: no longer live
     with store.begin() as conn:
         listed = planes.live_planes(conn, clock.now() - timedelta(seconds=30))

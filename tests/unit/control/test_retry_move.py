@@ -14,7 +14,7 @@ from stateous.control.engine.report import Outcome
 from stateous.control.engine.retry import retry
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.store.db import Store
-from stateous.control.store.queries import TokenRecord
+from stateous.control.store.records import TokenRecord
 from stateous.model.graph import load_graph
 from tests.support.graphs import ORDERS, SDLC, graph_text, variant
 from tests.unit.control.harness import DEV, Engine, refusal

@@ -8,10 +8,10 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import insert, text
 
-from stateous.control.store import operator_queries as oq
-from stateous.control.store import queries as q
 from stateous.control.store.db import Store
+from stateous.control.store.stats import stats
 from stateous.control.store.tables import tokens
+from stateous.control.store.tokens import listing_columns, listing_query
 
 BASE = datetime(2026, 1, 1)
 COUNT = 20_000
@@ -48,14 +48,14 @@ def compiled(store: Store, query: object) -> str:
 
 def test_the_listing_walks_the_index_in_its_order(store: Store) -> None:
     fill(store)
-    found = plan(store, compiled(store, q.listing_query(None, None, 1000)))
+    found = plan(store, compiled(store, listing_query(None, None, 1000)))
     if store.sqlite:
         assert found == "SCAN tokens USING INDEX tokens_moved"
     else:
         assert "Index Scan using tokens_moved on tokens" in found
         assert "Sort" not in found and "Seq Scan" not in found
     with store.begin() as conn:
-        listed = q.listing_columns(conn, None, None, 1000)
+        listed = listing_columns(conn, None, None, 1000)
     # Most recently moved first; the id ascending among tokens moved at the same moment.
     assert [t[0] for t in listed[:4]] == ["T-019998", "T-019999", "T-019995", "T-019996"]
     assert len(listed) == 1000
@@ -63,7 +63,7 @@ def test_the_listing_walks_the_index_in_its_order(store: Store) -> None:
 
 def test_a_status_listing_never_sorts_the_table(store: Store) -> None:
     fill(store)
-    found = plan(store, compiled(store, q.listing_query("completed", None, 1000)))
+    found = plan(store, compiled(store, listing_query("completed", None, 1000)))
     if store.sqlite:
         assert found == "SEARCH tokens USING INDEX tokens_status (status=?)"
     else:
@@ -75,7 +75,7 @@ def test_a_status_listing_never_sorts_the_table(store: Store) -> None:
 def test_stats_counts_live_tokens_through_the_index(store: Store) -> None:
     fill(store)
     with store.begin() as conn:
-        found = oq.stats(conn, ["draft"], ["active", "paused", "completed"])
+        found = stats(conn, ["draft"], ["active", "paused", "completed"])
     assert found.tokens == {"active": 200, "paused": 0, "completed": 19_800}
     assert found.states["draft"]["active"] == 200
     if store.sqlite:

@@ -1,0 +1,139 @@
+"""What differs between SQLite and Postgres for the store: one `Dialect` object per database.
+
+Every difference of SQL or of locking between the two databases is answered here, and
+nowhere else asks which database it runs on: a query module asks `dialect_of(conn)` whether
+writers run side by side (`locks`), whether writes can share a statement (`fuses_writes`),
+and for the clauses written differently (a list in one bound value, `FOR UPDATE`, an upsert,
+a hint to SQLite's planner). The statements stay in their modules, built once per dialect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    ColumnElement,
+    Connection,
+    Select,
+    Table,
+    any_,
+    bindparam,
+    column,
+    func,
+    literal_column,
+    select,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects.postgresql import ARRAY
+
+__all__ = ["DIALECTS", "Dialect", "PostgresDialect", "SqliteDialect", "dialect_of", "per_dialect"]
+
+#: An upsert's INSERT: both databases' have `on_conflict_do_update` and `excluded`.
+Upsert = postgresql.Insert | sqlite.Insert
+
+
+class Dialect:
+    """One database's ways: what it locks, what it fuses, and its clauses that differ."""
+
+    #: SQLAlchemy's name of the dialect.
+    name: ClassVar[str]
+    #: Writers run side by side, so a transaction locks what it reads before changing it (a
+    #: family's advisory lock, `FOR UPDATE`). SQLite has one writer at a time, so what a
+    #: transaction read stays true until it commits: it locks nothing.
+    locks: ClassVar[bool]
+    #: Writes to different rows go into one statement, each a data-modifying WITH of the last
+    #: (one round trip instead of several). SQLite has no data-modifying WITH, and its
+    #: statements cost no round trip.
+    fuses_writes: ClassVar[bool]
+
+    def in_list(self, expr: ColumnElement[Any], name: str, item: Any) -> Any:
+        """`expr` is one of the list of values bound as `name`, expanded at each execution
+        where needed (through `Connection.execute`, not `direct`)."""
+        raise NotImplementedError
+
+    def in_one_value(self, expr: ColumnElement[Any], name: str, item: Any) -> Any:
+        """`expr` is one of the list bound as ONE value `name`: the statement's text is the
+        same for any number of values (so `direct` runs it, and Postgres plans it once)."""
+        raise NotImplementedError
+
+    def for_update(self, query: Select[Any]) -> Select[Any]:
+        """`query`, locking the rows it reads where writers run side by side."""
+        raise NotImplementedError
+
+    def insert(self, table: Table) -> Upsert:
+        """The dialect's own INSERT of `table`, which can say what to do on a conflict."""
+        raise NotImplementedError
+
+    def rare(self, condition: ColumnElement[bool]) -> ColumnElement[bool]:
+        """`condition`, marked as true of few rows where the planner needs telling."""
+        raise NotImplementedError
+
+
+class SqliteDialect(Dialect):
+    """SQLite: one writer at a time, a list as a JSON array, a hint to its planner."""
+
+    name = "sqlite"
+    locks = False
+    fuses_writes = False
+
+    def in_list(self, expr: ColumnElement[Any], name: str, item: Any) -> Any:
+        return expr.in_(bindparam(name, expanding=True))
+
+    def in_one_value(self, expr: ColumnElement[Any], name: str, item: Any) -> Any:
+        # A JSON array, walked by `json_each`.
+        values = func.json_each(bindparam(name, type_=JSON)).table_valued("value")
+        return expr.in_(select(column("value")).select_from(values))
+
+    def for_update(self, query: Select[Any]) -> Select[Any]:
+        return query
+
+    def insert(self, table: Table) -> Upsert:
+        return sqlite.insert(table)
+
+    def rare(self, condition: ColumnElement[bool]) -> ColumnElement[bool]:
+        # Its statistics know how many values a column holds, not that few rows hold some of
+        # them (few tokens are live): without this it would scan every ended token.
+        return func.likelihood(condition, literal_column("0.01"))
+
+
+class PostgresDialect(Dialect):
+    """Postgres: writers side by side (advisory locks, `FOR UPDATE`), lists as arrays, and
+    data-modifying WITHs."""
+
+    name = "postgresql"
+    locks = True
+    fuses_writes = True
+
+    def in_list(self, expr: ColumnElement[Any], name: str, item: Any) -> Any:
+        # An array (`= ANY`): the statement's text is the same for any number of values, and
+        # Postgres plans it once per connection (psycopg prepares a statement after a few runs).
+        return self.in_one_value(expr, name, item)
+
+    def in_one_value(self, expr: ColumnElement[Any], name: str, item: Any) -> Any:
+        return expr == any_(bindparam(name, type_=ARRAY(item)))
+
+    def for_update(self, query: Select[Any]) -> Select[Any]:
+        return query.with_for_update()
+
+    def insert(self, table: Table) -> Upsert:
+        return postgresql.insert(table)
+
+    def rare(self, condition: ColumnElement[bool]) -> ColumnElement[bool]:
+        return condition
+
+
+#: The dialect object of each database, by SQLAlchemy's name of it.
+DIALECTS: Mapping[str, Dialect] = {d.name: d for d in (SqliteDialect(), PostgresDialect())}
+
+
+def dialect_of(conn: Connection) -> Dialect:
+    """The dialect object of the database `conn` is connected to."""
+    return DIALECTS[conn.dialect.name]
+
+
+def per_dialect[T](build: Callable[[Dialect], T]) -> dict[Dialect, T]:
+    """`build(dialect)` for each dialect, built once (at import): a statement that differs by
+    database, looked up with `[dialect_of(conn)]`."""
+    return {dialect: build(dialect) for dialect in DIALECTS.values()}
