@@ -2,8 +2,9 @@
 kept (`claims`, `claim_grants`) for a repeat of its request id.
 
 The candidates' read is built once per set of served states and run through `direct` (the
-driver's cursor), as are the claim's and the last claim's statements; a new supervisor's
-claims row on SQLite is inserted through `Connection.execute`. Where writers run side by side
+driver's cursor), as are the claim's and the last claim's statements (on SQLite the claimed
+ids are an expanding IN list, which `direct` hands to `Connection.execute`); a new
+supervisor's claims row on SQLite is inserted through `Connection.execute`. Where writers run side by side
 (`Dialect.locks`, Postgres), the claims row is created by an upsert and read `FOR UPDATE`.
 """
 

@@ -2,8 +2,9 @@
 changed, and their leases renewed and ended.
 
 The statements of an operation's path are built once and run through `direct` (the driver's
-cursor); the lease scans and the count of `why` through `Connection.execute`. Where Postgres
-runs a leave in one statement (`Dialect.fuses_writes`), SQLite runs its parts one by one.
+cursor); the lease statements (renewed, scanned, ended) and the count of `why`, built at each
+call, through `Connection.execute`. Where Postgres runs a leave in one statement
+(`Dialect.fuses_writes`), SQLite runs its parts one by one.
 """
 
 from __future__ import annotations

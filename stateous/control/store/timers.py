@@ -1,7 +1,8 @@
 """The statements of `timers`: set, cancelled, shifted after a pause, found due and fired.
 
-The statements set and cancelled on every move are built once and run through `direct` (the
-driver's cursor); the rest through `Connection.execute`.
+A timer's insert and the cancel of all of a token's pending timers (on every move) are built
+once and run through `direct` (the driver's cursor); the rest (a cancel of one kind, the shift
+after a pause, the clock's reads and fire) through `Connection.execute`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The statements of `tokens`: reads by id, inserts, changes, the listing and counts.
 
-The hot statements are built once and run through `direct.execute` (the driver's cursor);
-the listing, the children and the counts through `Connection.execute`.
+The hot statements are built once and run through `direct` (the driver's cursor); the read
+ignoring case of a child's id, the listing, the children and the count, built at each call,
+through `Connection.execute`.
 """
 
 from __future__ import annotations
