@@ -13,7 +13,7 @@ for c in python3.13 python3.12 python3 $$(ls -d $$(pyenv root 2>/dev/null)/versi
 done; exit 1
 endef
 
-.PHONY: help venv dev demo test lint typecheck imports pytest faults bench snapshot-update clean
+.PHONY: help venv dev demo test test-long lint typecheck imports pytest faults bench snapshot-update clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -43,7 +43,7 @@ lint: $(STAMP) ## ruff format --check and ruff check
 typecheck: $(STAMP) ## mypy --strict on stateous/ and tui/
 	@$(VENV)/bin/mypy
 
-imports: $(STAMP) ## the import rules of DEVELOPERS.md
+imports: $(STAMP) ## the import rules of CONTRIBUTING.md (the contracts in pyproject.toml)
 	@$(VENV)/bin/lint-imports
 
 # Workers of pytest-xdist: most tests wait on real processes, sockets and timers rather than
@@ -58,10 +58,18 @@ PYTEST_WORKERS ?= 4
 # and each pytest worker would rewrite and compile every test module again (5.4 -> 2.9 s of
 # collection per worker once they are kept): compileall writes the package's bytecode once, and
 # the suite runs with the variable empty, so what is compiled once is read from then on.
-pytest: $(STAMP) ## the test suite, in parallel (pytest-xdist)
+# The default tier leaves out the tests marked `long` (pyproject.toml's addopts); `-q` ends with
+# pytest's own "N passed in Xs", and `time` adds the whole run's, collection and workers included.
+PYTEST = PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) \
+	--dist loadfile --no-loadscope-reorder
+
+pytest: $(STAMP) ## the default tier of the test suite, in parallel (pytest-xdist)
 	@$(PY) -m compileall -q stateous tui
-	@PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile \
-		--no-loadscope-reorder $(PYTEST_ARGS)
+	@time $(PYTEST) $(PYTEST_ARGS)
+
+test-long: $(STAMP) ## the long tier: the 5,000-token and replica fault runs (pytest -m long)
+	@$(PY) -m compileall -q stateous tui
+	@time $(PYTEST) -m long $(PYTEST_ARGS)
 
 # The gates run beside pytest (`-j`): mypy's 25 s on a clean checkout would otherwise come before
 # the suite's first test. `-Oline` keeps each line of each whole, so pytest's progress still shows
@@ -69,8 +77,8 @@ pytest: $(STAMP) ## the test suite, in parallel (pytest-xdist)
 test: $(STAMP) ## the whole gate: ruff, mypy, import rules, pytest
 	@$(MAKE) --no-print-directory -j 4 -Oline lint typecheck imports pytest
 
-faults: $(STAMP) ## the long fault-injection suite
-	@STATEOUS_FAULTS=long $(VENV)/bin/pytest -q tests/faults
+faults: $(STAMP) ## every fault test of both tiers at the figures of docs/reliability.md
+	@STATEOUS_FAULTS=long $(VENV)/bin/pytest -q -m "" tests/faults
 
 bench: $(STAMP) ## run the benchmarks and write bench/results.json
 	@$(PY) bench/run_all.py

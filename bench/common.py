@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,11 @@ from sqlalchemy.engine import Engine
 from stateous.model.environment import environment
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # the processes start as the tests start them
+    sys.path.insert(1, str(ROOT))
+
+from tests.support.processes import Piped, launch_serve  # noqa: E402  # after the path is set
+from tests.support.processes import start_supervise as start_supervise_process  # noqa: E402
 
 DRAFT_ROUTINE = """\
 from stateous import on_state
@@ -65,9 +69,13 @@ def stateous(*args: str) -> list[str]:
     return [sys.executable, "-m", "stateous", *args]
 
 
+#: Added to the environment of the child processes (which are unbuffered): no colour.
+QUIET = {"NO_COLOR": "1"}
+
+
 def child_env() -> dict[str, str]:
     """The environment of the child processes: unbuffered, no colour."""
-    return {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"}
+    return {**os.environ, "PYTHONUNBUFFERED": "1", **QUIET}
 
 
 def machine() -> dict[str, Any]:
@@ -202,14 +210,19 @@ def spans(engine: Engine, prefix: str) -> dict[str, tuple[datetime, datetime]]:
 
 @dataclass
 class Process:
-    """A child `stateous` process, its log file, and its peak resident memory."""
+    """A child `stateous` process of tests/support/processes.py, whose stderr goes to its log
+    file, and its peak resident memory."""
 
     name: str
-    popen: subprocess.Popen[str]
-    log: Path
+    child: Piped
     url: str = ""
     peak_kib: int = 0
     _watch: threading.Thread | None = field(default=None, repr=False)
+
+    @property
+    def popen(self) -> subprocess.Popen[str]:
+        """The process."""
+        return self.child.process
 
     def rss_kib(self) -> int:
         """Peak resident set size so far (VmHWM), in KiB; 0 once it ended."""
@@ -233,80 +246,36 @@ class Process:
     def stop(self, timeout: float = 30.0) -> int:
         """Ctrl-C, then kill after `timeout` seconds; answers the exit code."""
         self.rss_kib()
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGINT)
-            try:
-                return self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-        return self.popen.wait()
+        return self.child.stop(timeout)
 
 
 def start_serve(folder: Path, db_url: str, *, replica: int = 0) -> Process:
-    """`stateous serve orders/build/orders.json` on a free port; waits for `serving on`.
+    """`stateous serve orders/build/orders.json` on a free port; waits until it answers.
 
     `replica` N > 0: the N-th `--replica` (spec 85), logging to `serve-replica-N.log`.
     """
     log = folder / (f"serve-replica-{replica}.log" if replica else "serve.log")
-    handle = log.open("w")
-    extra = ["--replica"] if replica else []
-    argv = ["serve", "orders/build/orders.json", "--db", db_url, "--listen", "127.0.0.1:0"]
-    popen = subprocess.Popen(
-        stateous(*argv, *extra),
-        cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=handle,
-        text=True, env=child_env(), start_new_session=True,
-    )  # fmt: skip
-    handle.close()
-    process = Process("serve", popen, log)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        for line in log.read_text().splitlines():
-            if line.startswith("serving on "):
-                process.url = line.removeprefix("serving on ").split(" ")[0]
-                wait_health(process.url)
-                return process
-        if popen.poll() is not None:
-            raise SystemExit(f"error: serve stopped: {log.read_text()[-2000:]}")
-        time.sleep(0.05)
-    popen.kill()
-    raise SystemExit("error: serve did not start in 120 s")
-
-
-def wait_health(url: str) -> None:
-    """Wait until `GET /health` answers."""
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(url + "/health", timeout=5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise SystemExit(f"error: {url} does not answer")
-        time.sleep(0.05)
+    try:
+        served = launch_serve(
+            "orders/build/orders.json", db_url, extra=["--replica"] if replica else [],
+            env=QUIET, cwd=folder, log=log, new_session=True, ready_timeout=120,
+        )  # fmt: skip
+    except RuntimeError as exc:
+        raise SystemExit(f"error: {str(exc)[-2000:]}") from None
+    return Process("serve", served, served.url)
 
 
 def start_supervise(supervisor: Path, url: str, tasks: int) -> Process:
-    """`stateous supervise FOLDER`; waits for its `serves` line."""
+    """`stateous supervise FOLDER` (its own timings); waits for its `serves` line."""
     configure(supervisor, url, tasks)
     log = supervisor.parent / f"{supervisor.name}.log"
-    handle = log.open("w")
-    popen = subprocess.Popen(
-        stateous("supervise", str(supervisor)),
-        cwd=supervisor.parent, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=handle, text=True, env=child_env(), start_new_session=True,
-    )  # fmt: skip
-    handle.close()
-    process = Process(supervisor.name, popen, log)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if " serves " in log.read_text():
-            return process
-        if popen.poll() is not None:
-            raise SystemExit(f"error: supervise stopped: {log.read_text()[-2000:]}")
-        time.sleep(0.05)
-    popen.kill()
-    raise SystemExit("error: supervise did not start in 60 s")
+    running = start_supervise_process(supervisor, env=QUIET, new_session=True, log=log, fast=False)
+    try:
+        running.wait_for(" serves ", timeout=60)
+    except AssertionError:
+        running.kill()
+        raise SystemExit(f"error: supervise did not start: {log.read_text()[-2000:]}") from None
+    return Process(supervisor.name, running)
 
 
 @contextlib.contextmanager

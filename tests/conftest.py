@@ -1,5 +1,5 @@
 """Fixtures shared by every suite: databases on each backend, free ports, a real `serve`; and
-the order in which pytest-xdist hands out the test files (the longest first)."""
+the order in which pytest-xdist hands out the test files (the longest first, in each tier)."""
 
 from __future__ import annotations
 
@@ -20,22 +20,26 @@ from tests.support import (
 from tests.support.migrated import migrated
 
 #: The files that take longest (seconds of one worker, on a loaded 2-core machine), longest
-#: first. `make pytest` hands the files out in the order of the collection (`--dist loadfile
-#: --no-loadscope-reorder`), so these start at once, each on a worker, while the many short files
-#: fill the other workers; a long file handed out last would make the whole run wait for it.
-#: xdist hands a worker its next file while the worker has two tests or fewer left to run, so the
-#: three files after the first four are quick ones: each waits behind one of the three longest.
+#: first, in each tier. `make pytest` hands the files out in the order of the collection (`--dist
+#: loadfile --no-loadscope-reorder`), so these start at once, each on a worker, while the many
+#: short files fill the other workers; a long file handed out last would make the whole run wait
+#: for it. xdist hands a worker its next file while the worker has two tests or fewer left to run,
+#: so the three files after the first four are quick ones: each waits behind one of the three
+#: longest. The long tier's files (`-m long`, `make test-long`) are left out of the default one.
 LONGEST_FIRST = (
+    # The long tier: one file a worker.
     "tests/faults/test_bulk_faults_5000_postgres.py",  # 295
     "tests/faults/test_bulk_faults_5000.py",  # 160
+    "tests/faults/test_replica_faults.py",  # 80
+    "tests/faults/test_bulk_faults_takeover.py",  # 75
+    # The default tier.
     "tests/faults/test_bulk_faults.py",  # 120
     "tests/integration/control/test_serve.py",  # 110
+    "tests/integration/control/test_replicas.py",  # 100
+    "tests/integration/supervisor/test_supervise.py",  # 95
     "tests/unit/model/test_durations.py",  # quick
     "tests/unit/model/test_canonical.py",  # quick
     "tests/unit/model/test_history_by.py",  # quick
-    "tests/integration/control/test_replicas.py",  # 100
-    "tests/integration/supervisor/test_supervise.py",  # 95
-    "tests/faults/test_bulk_faults_takeover.py",  # 75
     "tests/unit/control/test_repair_interleavings.py",  # 60
     "tests/integration/control/test_clock.py",  # 60
     "tests/integration/test_openapi.py",  # 55

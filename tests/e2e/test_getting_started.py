@@ -17,8 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.integration.supervisor.procs import serving, start_supervise, wait_until
-from tests.support import sqlite_url
+from tests.integration.supervisor.procs import wait_until
+from tests.support import serve_process, sqlite_url, start_supervise
 
 ROOT = Path(__file__).resolve().parents[2]
 TIME = re.compile(r"^\d\d:\d\d:\d\d  ")
@@ -95,7 +95,7 @@ def test_getting_started(tmp_path: Path) -> None:
         "  stateous init supervisor orders/flow.py orders-supervisor"
     )
     db = tmp_path / "stateous.db"
-    with serving(
+    with serve_process(
         tmp_path / "orders" / "build" / "orders.json", sqlite_url(tmp_path), cwd=tmp_path
     ) as plane:
         assert stateous(

@@ -11,9 +11,7 @@ import json
 import os
 import random
 import re
-import resource
 import shutil
-import signal
 import sqlite3
 import subprocess
 import threading
@@ -29,8 +27,14 @@ from typing import Any
 import httpx
 from sqlalchemy import create_engine, text
 
-from tests.integration.supervisor.procs import ROOT, Supervise, start_supervise
-from tests.support.serve import ServeProcess, _pump, _wait_ready, serve_command, start_serve
+from tests.support.processes import (
+    ROOT,
+    ServeProcess,
+    Supervise,
+    start_serve,
+    start_supervise,
+    until_ready,
+)
 
 LONG = os.environ.get("STATEOUS_FAULTS", "short").strip().lower() == "long"
 SDLC_GRAPH = ROOT / "examples" / "sdlc" / "build" / "sdlc.json"
@@ -158,45 +162,21 @@ class Plane:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60.0) -> ServeProcess:
-        """Start serve and wait until it answers (a SQLite hold may take its lapse to free)."""
-        process = self._popen()
-        served = ServeProcess(url="", process=process)
-        threading.Thread(target=_pump, args=(process.stderr, served._queue), daemon=True).start()
-        try:
-            served.url = _wait_ready(served, timeout)
-        except RuntimeError:
-            # It did not start (a hold that has not lapsed yet): its pipes end with it.
-            if process.poll() is None:
-                process.kill()
-            process.wait()
-            for pipe in (process.stdout, process.stderr):
-                if pipe is not None:
-                    pipe.close()
-            raise
+        """Start serve and wait until it answers (a SQLite hold may take its lapse to free);
+        RuntimeError, the process killed, when it does not."""
+        served = until_ready(ServeProcess(url="", process=self._popen()), timeout)
         self.served = served
         self.starts += 1
         return served
 
     def _popen(self) -> subprocess.Popen[str]:
-        listen = f"127.0.0.1:{self.port}"
-        if self.file_limit is None:
-            return start_serve(
-                SDLC_GRAPH, self.db_url, listen=listen, env={**SERVE_ENV, **self.env}, cwd=self.cwd
-            )
-        limit = self.file_limit
-
-        def cap() -> None:
-            # A full disk: writes past `limit` bytes fail with EFBIG (Python ignores SIGXFSZ).
-            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-        return subprocess.Popen(
-            serve_command(SDLC_GRAPH, self.db_url, listen),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", **SERVE_ENV, **self.env},
+        return start_serve(
+            SDLC_GRAPH,
+            self.db_url,
+            listen=f"127.0.0.1:{self.port}",
+            env={**SERVE_ENV, **self.env},
             cwd=self.cwd,
-            preexec_fn=cap,  # a resource limit must be set in the child
+            file_limit=self.file_limit,
         )
 
     def start_retrying(self, timeout: float = 60.0) -> ServeProcess:
@@ -214,24 +194,18 @@ class Plane:
 
     def kill(self) -> None:
         """SIGKILL, as a crash or a power cut."""
-        if self.served is not None and self.served.process.poll() is None:
-            self.served.process.send_signal(signal.SIGKILL)
-            self.served.process.wait()
-        self.close_pipes()
+        if self.served is not None:
+            self.served.kill()
 
     def stop(self) -> int:
-        """Ctrl-C and the exit code."""
+        """Ctrl-C and the exit code (SIGKILL after 20 s)."""
         assert self.served is not None
-        code = self.served.stop(timeout=20)
-        self.close_pipes()
-        return code
+        return self.served.stop(timeout=20)
 
     def close_pipes(self) -> None:
         """Close the child's pipes (the process has ended)."""
         if self.served is not None:
-            for pipe in (self.served.process.stdout, self.served.process.stderr):
-                if pipe is not None:
-                    pipe.close()
+            self.served.close_pipes()
 
 
 @contextmanager
@@ -243,10 +217,7 @@ def plane(db_url: str, port: int, cwd: Path, **env: str) -> Iterator[Plane]:
         yield running
     finally:
         if running.served is not None and running.served.process.poll() is None:
-            try:
-                running.stop()
-            except subprocess.TimeoutExpired:
-                running.kill()
+            running.stop()
 
 
 def call(method: str, url: str, *, deadline: float, **kwargs: Any) -> httpx.Response:

@@ -20,6 +20,9 @@ from tests.faults.harness import Plane, make_folder, supervise
 from tests.faults.test_bulk_faults import BY, bulk, exactly_once, start_many, statuses, wait_job
 from tests.support import backends, free_port
 
+#: The long tier (`make test-long`): minutes of a 5,000-token job.
+pytestmark = pytest.mark.long
+
 #: How often the test asks for the job: a 5,000-token job runs for minutes, and each poll is a
 #: read the job shares the database with.
 POLL_SECONDS = 1.0

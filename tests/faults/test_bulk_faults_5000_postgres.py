@@ -10,6 +10,9 @@ import pytest
 from tests.faults.test_bulk_faults_5000 import bulk_cancel_of_5000
 from tests.support import backends
 
+#: The long tier (`make test-long`): minutes of a 5,000-token job.
+pytestmark = pytest.mark.long
+
 
 @pytest.mark.timeout(1200)
 @pytest.mark.parametrize("backend", [b for b in backends() if b == "postgres"])

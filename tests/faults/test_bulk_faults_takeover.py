@@ -24,6 +24,9 @@ from tests.faults.test_bulk_faults import (
 from tests.faults.test_takeover import terminate_backends
 from tests.support import free_port, postgres_database
 
+#: The long tier (`make test-long`): a takeover under a bulk job, a minute and more.
+pytestmark = pytest.mark.long
+
 
 @pytest.mark.skipif(os.environ.get("STATEOUS_TEST_DB") == "sqlite", reason="Postgres only")
 # Its own waits add up to 15 minutes on a loaded machine; the suite's 300 s would cut it short.

@@ -43,9 +43,8 @@ from tests.faults.harness import (
     supervisor_figures,
     wait_all_ended,
 )
-from tests.integration.supervisor.procs import ROOT
 from tests.support import free_port
-from tests.support.serve import serve_command, start_piped
+from tests.support.processes import ROOT, serve_command, start_piped
 
 TOOLS = ("unshare", "nsenter", "losetup", "mkfs.ext4", "e2fsck", "findmnt", "mount")
 MOUNT_OPTIONS = "loop,errors=remount-ro"

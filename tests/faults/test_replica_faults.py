@@ -32,9 +32,13 @@ from tests.faults.harness import (
     wait_all_ended,
 )
 from tests.support import backends, free_port, postgres_database
-from tests.support.serve import start_serve
+from tests.support.processes import start_serve
 
-pytestmark = pytest.mark.skipif("postgres" not in backends(), reason="replicas need Postgres")
+#: The long tier (`make test-long`): three control planes and their faults, minutes.
+pytestmark = [
+    pytest.mark.long,
+    pytest.mark.skipif("postgres" not in backends(), reason="replicas need Postgres"),
+]
 
 TOOK = "this control plane took the hold on the database; it runs the clock now"
 

@@ -18,8 +18,8 @@ import pytest
 from stateous.client import Client
 from stateous.tui.api import ControlPlane
 from tests.faults.harness import SUPERVISE_ENV
-from tests.integration.supervisor.procs import start_supervise, wait_until
-from tests.support import ServeProcess, serve_process, sqlite_url
+from tests.integration.supervisor.procs import wait_until
+from tests.support import ServeProcess, serve_process, sqlite_url, start_supervise
 
 ROOT = Path(__file__).resolve().parents[2]
 SDLC = ROOT / "examples" / "sdlc" / "build" / "sdlc.json"

@@ -3,14 +3,13 @@ operator route as the last key of the act's row, named tokens, refusals, and `GE
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from stateous.control.clock import FakeClock
-from tests.support.app import RunningApi, running_api
+from tests.support.app import running_api
 from tests.support.graphs import ORDERS
 
 T0 = "2026-10-16T20:48:44.845389Z"
@@ -20,21 +19,8 @@ ALICE = {"actor": "alice", "reason": "the vendor is down", "via": "console"}
 BOB = {"actor": "bob", "via": "cli"}
 
 
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def api(migrated_db_url: str, clock: FakeClock) -> Iterator[RunningApi]:
-    with running_api(migrated_db_url, ORDERS, clock, migrate_first=False) as running:
-        yield running
-
-
-@pytest.fixture
-def http(api: RunningApi) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=api.url, timeout=30) as client:
-        yield client
+#: The app runs on the `clock` fixture of conftest.py (a FakeClock).
+pytestmark = pytest.mark.fake_clock
 
 
 def rows(http: httpx.Client, token: str) -> list[tuple[int, str, dict[str, Any]]]:

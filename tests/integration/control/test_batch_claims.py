@@ -24,12 +24,6 @@ LEASE = 120
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    """The control plane's time, moved by hand."""
-    return FakeClock()
-
-
-@pytest.fixture
 def served(migrated_db_url: str, clock: FakeClock) -> Iterator[RunningApi]:
     """The orders starter on a fake clock."""
     with running_api(migrated_db_url, ORDERS, clock, migrate_first=False) as running:

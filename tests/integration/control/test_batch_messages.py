@@ -19,12 +19,6 @@ BOX = "box-1"
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    """The control plane's time, moved by hand."""
-    return FakeClock()
-
-
-@pytest.fixture
 def served(migrated_db_url: str, clock: FakeClock) -> Iterator[RunningApi]:
     """The orders starter on a fake clock, with O-1 … O-3 claimed by BOX (tasks 1 … 3)."""
     with (

@@ -3,7 +3,6 @@ each token its own operation with `by.bulk`, skipped codes, stop, and every refu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -13,28 +12,14 @@ from stateous.control.bulk_runner import BulkRunner
 from stateous.control.clock import FakeClock
 from stateous.control.engine.bulk import apply_one
 from stateous.control.store import bulk as bulk_store
-from tests.support.app import RunningApi, running_api
-from tests.support.graphs import ORDERS
+from tests.support.app import RunningApi
 
 T0 = "2026-10-16T20:48:44.845389Z"
 BY = {"actor": "alice", "reason": "the vendor is down", "via": "cli"}
 
 
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def api(migrated_db_url: str, clock: FakeClock) -> Iterator[RunningApi]:
-    with running_api(migrated_db_url, ORDERS, clock, migrate_first=False) as running:
-        yield running
-
-
-@pytest.fixture
-def http(api: RunningApi) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=api.url, timeout=30) as client:
-        yield client
+#: The app runs on the `clock` fixture of conftest.py (a FakeClock).
+pytestmark = pytest.mark.fake_clock
 
 
 def ok(answer: httpx.Response, status: int = 200) -> Any:

@@ -27,12 +27,6 @@ TESTING_EVENTS = [
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    """The control plane's clock, moved by the test."""
-    return FakeClock()
-
-
-@pytest.fixture
 def http(migrated_db_url: str, clock: FakeClock) -> Iterator[httpx.Client]:
     """A client of the sdlc app on a fake clock."""
     with (

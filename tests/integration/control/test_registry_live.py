@@ -18,14 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.supervisor.procs import (
-    Supervise,
-    init_folder,
-    serving,
-    start_supervise,
-    wait_until,
-)
-from tests.support import ServeProcess, sqlite_url
+from tests.integration.supervisor.procs import init_folder, wait_until
+from tests.support import ServeProcess, Supervise, serve_process, sqlite_url, start_supervise
 
 DATA = Path(__file__).resolve().parents[2] / "unit" / "supervisor" / "data"
 THRESHOLDS = {"STATEOUS_SUPERVISOR_STALE_SECONDS": "3", "STATEOUS_SUPERVISOR_GONE_SECONDS": "6"}
@@ -76,7 +70,7 @@ def plane(tmp_path: Path) -> Iterator[ServeProcess]:
     """`stateous serve` of sdlc with short registry thresholds."""
     graph = tmp_path / "sdlc.json"
     shutil.copy(DATA / "sdlc.json", graph)
-    with serving(graph, sqlite_url(tmp_path), env=THRESHOLDS) as served:
+    with serve_process(graph, sqlite_url(tmp_path), env=THRESHOLDS) as served:
         yield served
 
 

@@ -28,8 +28,8 @@ from sqlalchemy import create_engine
 from stateous.control.store import migrate
 from tests.support import ServeProcess, backends, postgres_database, serve_process
 from tests.support.graphs import ORDERS, SDLC, variant, write_graph
+from tests.support.processes import start_serve
 from tests.support.rows import ledger_rows, table_rows, task_rows, token_row
-from tests.support.serve import start_serve
 
 pytestmark = pytest.mark.skipif("postgres" not in backends(), reason="replicas need Postgres")
 

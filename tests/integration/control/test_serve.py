@@ -20,8 +20,8 @@ from stateous.control.store import migrate
 from stateous.control.store.db import Store, make_engine
 from tests.support import serve_process
 from tests.support.graphs import ORDERS, SDLC, graph_text, variant, write_graph
+from tests.support.processes import serve_command
 from tests.support.rows import ledger_rows, table_rows, task_rows, token_row
-from tests.support.serve import serve_command
 
 BOX = "build-box-1"
 HOLDER = re.compile(r"^[^:]+:\d+:[0-9a-f]{8}$")

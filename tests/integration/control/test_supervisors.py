@@ -35,12 +35,6 @@ def beat(name: str, states: list[str], **changes: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    """The control plane's clock, moved by the test."""
-    return FakeClock()
-
-
-@pytest.fixture
 def http(migrated_db_url: str, clock: FakeClock) -> Iterator[httpx.Client]:
     """A client of the orders app on a fake clock."""
     with (

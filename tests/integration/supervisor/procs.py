@@ -1,107 +1,46 @@
-"""`stateous supervise` as a real process, and helpers to build supervisor folders for tests:
-the sdlc control plane on SQLite, a folder with one routine, a supervisor run in the test's own
-process, and a network that loses one answer."""
+"""Helpers of the supervisor tests: supervisor folders (one routine, or one that blocks), the sdlc
+control plane on SQLite, a supervisor run in the test's own process, and a network that loses one
+answer. The processes themselves start through tests/support/processes.py."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from stateous.supervisor.loop import Timings
-from tests.support import ServeProcess, serve_process, sqlite_url
-from tests.support.serve import Piped, start_piped
+from tests.support import ROOT, ServeProcess, serve_process, sqlite_url
 
-ROOT = Path(__file__).resolve().parents[3]
 #: The sdlc graph of the supervisor's unit tests (state `coding` emits `done` or `stuck`).
 DATA = ROOT / "tests" / "unit" / "supervisor" / "data"
 #: The timings of a supervisor run inside a test (`Supervisor(..., timings=IN_TEST)`).
 IN_TEST = Timings(heartbeat=0.5, idle=0.1, max_retry=0.2, wait=1.0)
-FAST = {
-    "STATEOUS_SUPERVISOR_HEARTBEAT": "0.5",
-    "STATEOUS_SUPERVISOR_IDLE": "0.2",
-    "STATEOUS_SUPERVISOR_MAX_RETRY": "0.5",
-    "STATEOUS_SUPERVISOR_WAIT": "1",
-}
+#: A `coding` that waits until the file `release` exists beside the folder, so a task stays
+#: running until the test says.
+BLOCKING_ROUTINE = """
+import time
+from pathlib import Path
+
+from stateous import on_state
+
+from contract import TicketContext, events, states
 
 
-@dataclass
-class Supervise(Piped):
-    """A running `stateous supervise`: its process and the stderr lines so far."""
-
-    def read(self, timeout: float = 0.0) -> list[str]:
-        """Collect the lines that arrived, waiting up to `timeout` for one."""
-        return self.read_lines(timeout, drain=True)
-
-    def wait_for(self, pattern: str, timeout: float = 45.0) -> str:
-        """The first log message (after the time and logger) matching `pattern`."""
-        deadline = time.monotonic() + timeout
-        seen = 0
-        while time.monotonic() < deadline:
-            self.read(timeout=0.1)
-            for line in self.lines[seen:]:
-                message = message_of(line)
-                if re.search(pattern, message):
-                    return message
-            seen = len(self.lines)
-            if self.process.poll() is not None:
-                self.read(timeout=0.5)
-                break
-        raise AssertionError(f"no line matches {pattern!r}:\n" + "\n".join(self.lines))
-
-    def messages(self) -> list[str]:
-        """Every log message so far, without time and logger."""
-        self.read(timeout=0.05)
-        return [message_of(line) for line in self.lines]
-
-    def stop(self, timeout: float = 20.0) -> int:
-        """Ctrl-C once and wait for the exit code."""
-        code = self.interrupt(timeout)
-        self.read_lines(timeout=5.0)  # to the end of the pipe: every line it wrote
-        return code
-
-    def kill(self) -> None:
-        """SIGKILL, as a crash."""
-        self.process.kill()
-        self.process.wait()
-        self.read(timeout=0.5)
-
-
-LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} stateous\.supervisor: (.*)$")
-
-
-def message_of(line: str) -> str:
-    """The message of a log line of the supervisor (the line as is when it is not one)."""
-    found = LOG_LINE.match(line)
-    return found.group(1) if found else line
-
-
-def start_supervise(
-    folder: Path, *, env: dict[str, str] | None = None, new_session: bool = False
-) -> Supervise:
-    """Start `stateous supervise FOLDER` with the short timings of tests (in a session of its
-    own with `new_session`, as one started from a terminal is)."""
-    process = start_piped(
-        [sys.executable, "-m", "stateous", "supervise", str(folder)],
-        env={"PYTHONPATH": str(ROOT), **FAST, **(env or {})},
-        cwd=folder.parent,
-        stdout=subprocess.DEVNULL,
-        new_session=new_session,
-    )
-    running = Supervise(process)
-    running.start_reading()
-    return running
+@on_state(states.coding)
+def coding(ctx: TicketContext) -> events.done | events.stuck:
+    while not Path("release").exists():
+        time.sleep(0.05)
+    return events.stuck()
+"""
 
 
 #: A folder that `init supervisor` wrote in this process, by the graph it was written from.
@@ -165,16 +104,12 @@ def wait_until(check: object, timeout: float = 45.0, what: str = "") -> None:
     raise AssertionError(f"timed out waiting for {what or check}")
 
 
-serving = serve_process
-"""`serve_process` of tests/support/serve.py, which stops the server and closes its pipes."""
-
-
 @contextmanager
 def sdlc_plane(folder: Path) -> Iterator[ServeProcess]:
     """`stateous serve` of DATA's sdlc graph (copied into `folder`) on a new SQLite file there."""
     graph = folder / "sdlc.json"
     shutil.copy(DATA / "sdlc.json", graph)
-    with serving(graph, sqlite_url(folder)) as served:
+    with serve_process(graph, sqlite_url(folder)) as served:
         yield served
 
 

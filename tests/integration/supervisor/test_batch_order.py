@@ -29,7 +29,6 @@ from tests.integration.supervisor.procs import (
     history,
     imports_undone,
     routine_folder,
-    sdlc_plane,
 )
 from tests.support import ServeProcess
 from tests.support.sending import send_settled
@@ -95,12 +94,6 @@ class Watch(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
-
-
-@pytest.fixture
-def plane(tmp_path: Path) -> Iterator[ServeProcess]:
-    with sdlc_plane(tmp_path) as served:
-        yield served
 
 
 @pytest.fixture

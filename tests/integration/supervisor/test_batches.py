@@ -25,7 +25,6 @@ from tests.integration.supervisor.procs import (
     history,
     imports_undone,
     routine_folder,
-    sdlc_plane,
 )
 from tests.support import ServeProcess
 from tests.support.sending import send_settled
@@ -41,12 +40,6 @@ def coding(ctx: TicketContext) -> events.done | events.stuck:
     ctx.note("working")
     return events.stuck()
 """
-
-
-@pytest.fixture
-def plane(tmp_path: Path) -> Iterator[ServeProcess]:
-    with sdlc_plane(tmp_path) as served:
-        yield served
 
 
 @pytest.fixture

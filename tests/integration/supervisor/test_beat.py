@@ -7,50 +7,20 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.integration.supervisor.procs import (
-    entries,
-    routine_folder,
-    sdlc_plane,
-    start_supervise,
-    wait_until,
-)
-from tests.support import ServeProcess
-
-# `coding` waits until the file `release` exists beside the folder, so a task stays running.
-ROUTINE = """
-import time
-from pathlib import Path
-
-from stateous import on_state
-
-from contract import TicketContext, events, states
-
-
-@on_state(states.coding)
-def coding(ctx: TicketContext) -> events.done | events.stuck:
-    while not Path("release").exists():
-        time.sleep(0.05)
-    return events.stuck()
-"""
-
-
-@pytest.fixture
-def plane(tmp_path: Path) -> Iterator[ServeProcess]:
-    with sdlc_plane(tmp_path) as served:
-        yield served
+from tests.integration.supervisor.procs import BLOCKING_ROUTINE, entries, routine_folder, wait_until
+from tests.support import ServeProcess, start_supervise
 
 
 @pytest.fixture
 def folder(tmp_path: Path, plane: ServeProcess) -> Path:
     yaml = "name: build-box-1\ntasks: 2\n"
-    return routine_folder(tmp_path, plane.url, "beat-supervisor", ROUTINE, yaml)
+    return routine_folder(tmp_path, plane.url, "beat-supervisor", BLOCKING_ROUTINE, yaml)
 
 
 def test_a_supervisor_is_live_within_a_beat_shows_its_tasks_and_is_gone_after_a_stop(

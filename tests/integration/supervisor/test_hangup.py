@@ -15,44 +15,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.supervisor.procs import (
-    Supervise,
-    entries,
-    history,
-    routine_folder,
-    sdlc_plane,
-    start_supervise,
-)
-from tests.support import ServeProcess
-
-# `coding` waits until the file `release` exists beside the folder, so a task stays running.
-ROUTINE = """
-import time
-from pathlib import Path
-
-from stateous import on_state
-
-from contract import TicketContext, events, states
-
-
-@on_state(states.coding)
-def coding(ctx: TicketContext) -> events.done | events.stuck:
-    while not Path("release").exists():
-        time.sleep(0.05)
-    return events.stuck()
-"""
-
-
-@pytest.fixture
-def plane(tmp_path: Path) -> Iterator[ServeProcess]:
-    with sdlc_plane(tmp_path) as served:
-        yield served
+from tests.integration.supervisor.procs import BLOCKING_ROUTINE, entries, history, routine_folder
+from tests.support import ServeProcess, Supervise, start_supervise
 
 
 @pytest.fixture
 def folder(tmp_path: Path, plane: ServeProcess) -> Path:
     yaml = "name: box-hup\ntasks: 2\n"
-    return routine_folder(tmp_path, plane.url, "hup-supervisor", ROUTINE, yaml)
+    return routine_folder(tmp_path, plane.url, "hup-supervisor", BLOCKING_ROUTINE, yaml)
 
 
 @pytest.fixture

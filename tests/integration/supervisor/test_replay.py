@@ -23,7 +23,6 @@ from tests.integration.supervisor.procs import (
     history,
     imports_undone,
     routine_folder,
-    sdlc_plane,
 )
 from tests.support import ServeProcess
 
@@ -37,12 +36,6 @@ from contract import TicketContext, events, states
 def coding(ctx: TicketContext) -> events.done | events.stuck:
     return events.stuck()
 """
-
-
-@pytest.fixture
-def plane(tmp_path: Path) -> Iterator[ServeProcess]:
-    with sdlc_plane(tmp_path) as served:
-        yield served
 
 
 @pytest.fixture

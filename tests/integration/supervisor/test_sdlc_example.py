@@ -10,22 +10,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.supervisor.procs import (
-    ROOT,
-    Supervise,
-    history,
-    serving,
-    start_supervise,
-    wait_until,
-)
-from tests.support import ServeProcess, sqlite_url
+from tests.integration.supervisor.procs import history, wait_until
+from tests.support import ROOT, ServeProcess, Supervise, serve_process, sqlite_url, start_supervise
 
 FAKE_PHD = Path(__file__).parent / "fake_phd"
 
 
 @pytest.fixture
 def plane(tmp_path: Path) -> Iterator[ServeProcess]:
-    with serving(
+    with serve_process(
         ROOT / "examples" / "sdlc" / "build" / "sdlc.json", sqlite_url(tmp_path)
     ) as served:
         yield served

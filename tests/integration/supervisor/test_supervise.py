@@ -13,14 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.supervisor.procs import (
-    history,
-    init_folder,
-    serving,
-    start_supervise,
-    wait_until,
-)
-from tests.support import ServeProcess, free_port, sqlite_url
+from tests.integration.supervisor.procs import history, init_folder, wait_until
+from tests.support import ServeProcess, free_port, serve_process, sqlite_url, start_supervise
 
 DATA = Path(__file__).resolve().parents[2] / "unit" / "supervisor" / "data"
 
@@ -72,7 +66,7 @@ def graph(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def plane(graph: Path, tmp_path: Path) -> Iterator[ServeProcess]:
-    with serving(graph, sqlite_url(tmp_path)) as served:
+    with serve_process(graph, sqlite_url(tmp_path)) as served:
         yield served
 
 
@@ -230,7 +224,7 @@ def test_control_plane_stopped_while_a_routine_runs(graph: Path, tmp_path: Path)
     port = free_port()
     db = sqlite_url(tmp_path)
     listen = f"127.0.0.1:{port}"
-    with serving(graph, db, listen=listen) as first:
+    with serve_process(graph, db, listen=listen) as first:
         url = first.url
         folder = make_folder(tmp_path, url)
         running = start_supervise(folder)
@@ -243,7 +237,7 @@ def test_control_plane_stopped_while_a_routine_runs(graph: Path, tmp_path: Path)
         )
         # The outbox is locked while the supervisor runs; its status file counts the messages.
         wait_until(lambda: status(folder)["outbox"] == 1, what="the report in the outbox")
-        with serving(graph, db, listen=listen) as second:
+        with serve_process(graph, db, listen=listen) as second:
             running.wait_for(r"^task 1 of T-1: reported done$", timeout=30)
             wait_until(lambda: token(second.url, "T-1")["status"] == "completed", what="T-1")
             lines = history(second.url, "T-1")
@@ -286,7 +280,7 @@ def test_sigkill_mid_routine_then_the_lease_ends_and_attempt_2_runs(
     graph: Path, tmp_path: Path
 ) -> None:
     env = {"STATEOUS_LEASE_SECONDS": "2"}
-    with serving(graph, sqlite_url(tmp_path), env=env) as plane:
+    with serve_process(graph, sqlite_url(tmp_path), env=env) as plane:
         folder = make_folder(tmp_path, plane.url)
         crashed = start_supervise(folder, env={"STATEOUS_DEBUG_POINT": "after_outbox_commit:note"})
         crashed.wait_for("serves")

@@ -27,14 +27,15 @@ from stateous.tui.screens.token import TokenScreen
 from stateous.tui.widgets import Banner
 from stateous.tui.widgets.token_list import TokenList
 from tests.faults.proxy import ChaosProxy
-from tests.integration.supervisor.procs import (
+from tests.integration.supervisor.procs import init_folder, wait_until
+from tests.support import (
+    ServeProcess,
     Supervise,
-    init_folder,
-    serving,
+    free_port,
+    serve_process,
+    sqlite_url,
     start_supervise,
-    wait_until,
 )
-from tests.support import ServeProcess, free_port, sqlite_url
 from tests.support.graphs import ORDERS, write_graph
 from tests.unit.tui.helpers import notes, plain, settle, wait_for
 
@@ -89,7 +90,7 @@ def make_folder(root: Path, url: str, name: str) -> Path:
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     root = tmp_path_factory.mktemp("live")
     graph = write_graph(root, ORDERS)
-    with serving(graph, sqlite_url(root)) as plane:
+    with serve_process(graph, sqlite_url(root)) as plane:
         folder = make_folder(root, plane.url, "build-box-1")
         supervisor = start_supervise(folder)
         try:
@@ -229,7 +230,7 @@ async def test_leases_and_a_running_supervisor(live: Live, tmp_path: Path) -> No
 
 async def test_outbox_with_a_message_left_in_it(tmp_path: Path) -> None:
     graph = write_graph(tmp_path, ORDERS)
-    with serving(graph, sqlite_url(tmp_path)) as plane:
+    with serve_process(graph, sqlite_url(tmp_path)) as plane:
         folder = make_folder(tmp_path, plane.url, "crashing-box")
         crashed = start_supervise(folder, env={"STATEOUS_DEBUG_POINT": "after_outbox_commit:note"})
         crashed.wait_for("serves")
@@ -262,7 +263,7 @@ async def test_unreachable_then_the_control_plane_comes(tmp_path: Path) -> None:
         banner = str(app.screen.query_one(Banner).render())
         assert banner.startswith(f"cannot reach {url}: ") and banner.endswith("; retrying")
         graph = write_graph(tmp_path, ORDERS)
-        with serving(graph, sqlite_url(tmp_path), listen=f"127.0.0.1:{port}"):
+        with serve_process(graph, sqlite_url(tmp_path), listen=f"127.0.0.1:{port}"):
             await wait_for(
                 pilot, lambda: app.unreachable is None and app.health is not None, timeout=20
             )
