@@ -16,65 +16,19 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from sqlalchemy import Connection, func, select
 
-from stateous.control.store import registry
-from stateous.control.store import tables as t
-from stateous.model.wire import TOKEN_STATUSES
+from stateous.control.store.figures import Figures
 
-__all__ = ["CONTENT_TYPE", "Figures", "Metrics", "read_figures"]
+__all__ = ["CONTENT_TYPE", "Metrics"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 """The media type of the Prometheus text exposition format."""
-
-TASK_STATUSES = ("queued", "claimed", "waiting", "done", "failed", "cancelled")
 
 # Request latencies of a workflow engine's API: from a fraction of a millisecond (a claim that
 # finds nothing) to the 60 seconds of the longest long-poll claim.
 LATENCY_BUCKETS = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Figures:
-    """What the database holds now: counts by status, the queue and the supervisors."""
-
-    tokens: dict[str, int]
-    tasks: dict[str, int]
-    queued: dict[str, int]
-    oldest_queued_at: datetime | None
-    supervisors: dict[str, int] = field(default_factory=dict)
-
-
-def read_figures(conn: Connection, now: datetime | None = None) -> Figures:
-    """Count tokens and tasks by status, the queued tasks per served state name, and (given
-    `now`) the supervisors by status (spec 80 §5)."""
-    tokens = dict.fromkeys(TOKEN_STATUSES, 0)
-    for status, count in conn.execute(
-        select(t.tokens.c.status, func.count()).group_by(t.tokens.c.status)
-    ):
-        tokens[status] = count
-    tasks = dict.fromkeys(TASK_STATUSES, 0)
-    for status, count in conn.execute(
-        select(t.tasks.c.status, func.count()).group_by(t.tasks.c.status)
-    ):
-        tasks[status] = count
-    queued: dict[str, int] = {}
-    joined = t.tasks.join(t.tokens, t.tokens.c.token == t.tasks.c.token)
-    rows = conn.execute(
-        select(t.tokens.c.workflow, t.tasks.c.state, func.count())
-        .select_from(joined)
-        .where(t.TASK_IS_OPEN, t.tasks.c.status == "queued")
-        .group_by(t.tokens.c.workflow, t.tasks.c.state)
-    )
-    for workflow, state, count in rows:
-        queued[state if workflow is None else f"{workflow}/{state}"] = count
-    oldest = conn.execute(
-        select(func.min(t.tasks.c.queued_at)).where(t.TASK_IS_OPEN, t.tasks.c.status == "queued")
-    ).scalar()
-    supervisors = registry.counts_by_status(conn, now) if now is not None else {}
-    return Figures(tokens, tasks, queued, oldest, supervisors)
 
 
 class _RowFigures(Collector):

@@ -7,8 +7,9 @@ from typing import Any
 from anyio import to_thread
 from litestar import Request, Response, get
 
-from stateous.control.metrics import CONTENT_TYPE, Figures, read_figures
+from stateous.control.metrics import CONTENT_TYPE
 from stateous.control.plane import Plane
+from stateous.control.store.figures import Figures, read_figures
 
 __all__ = ["metrics_route"]
 
