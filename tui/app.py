@@ -15,7 +15,8 @@ from textual.binding import Binding, BindingType
 from textual.reactive import var
 from textual.screen import Screen
 
-from stateous.tui.api import ControlPlane, Refused, Unreachable
+from stateous.client import ClientError, Refused
+from stateous.tui.api import ControlPlane, refusal_line, trouble
 from stateous.tui.console import Console
 from stateous.tui.screens.bulk import BulkScreen
 from stateous.tui.screens.help import HelpScreen
@@ -145,7 +146,7 @@ class ConsoleApp(App[None]):
         if stats is not None:
             self.stats = stats
         # A control plane older than spec 80 refuses it (404): no inbox is shown then.
-        self.inbox = await self.call(self.plane.inbox(), quiet=True)
+        self.inbox = await self.call(self.plane.inbox(limit=1000), quiet=True)
         if self._job_id is not None:
             job = await self.call(self.plane.bulk_job(self._job_id), quiet=True)
             if job is not None:
@@ -165,20 +166,20 @@ class ConsoleApp(App[None]):
         """
         try:
             answer = await request
-        except Unreachable as exc:
-            self.unreachable = exc.message
-            return None
         except Refused as exc:
             self.unreachable = None
             if not quiet:
                 self.refused(exc)
+            return None
+        except ClientError as exc:  # no answer, or not the control plane's
+            self.unreachable = trouble(exc)
             return None
         self.unreachable = None
         return answer
 
     def refused(self, refusal: Refused) -> None:
         """Show a refusal of the control plane: its code and its sentence."""
-        self.notify(refusal.line, title="refused", severity="error", timeout=8)
+        self.notify(refusal_line(refusal), title="refused", severity="error", timeout=8)
 
     # ------------------------------------------------------------------ actions
 

@@ -1,6 +1,7 @@
-"""The Python client of the control plane (HTTP only): `Client` and its errors."""
+"""The Python clients of the control plane (HTTP only): `Client`, `AsyncClient` and their errors."""
 
+from stateous.client.async_client import AsyncClient
 from stateous.client.client import Client
 from stateous.client.errors import ClientError, NotFound, Refused, Unreachable
 
-__all__ = ["Client", "ClientError", "NotFound", "Refused", "Unreachable"]
+__all__ = ["AsyncClient", "Client", "ClientError", "NotFound", "Refused", "Unreachable"]

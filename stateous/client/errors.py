@@ -18,7 +18,14 @@ class ClientError(Exception):
 
 
 class Unreachable(ClientError):
-    """No answer: a network failure, nothing listening at the URL, or the wait ran out."""
+    """No answer: a network failure, nothing listening at the URL, or the wait ran out.
+
+    `.detail` says why, without the URL (the console shows it beside the URL it names).
+    """
+
+    def __init__(self, message: str, *, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = message if detail is None else detail
 
 
 class Refused(ClientError):

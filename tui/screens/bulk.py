@@ -83,7 +83,7 @@ class BulkScreen(PollingScreen):
 
     async def fetch(self) -> None:
         """`GET /bulk`."""
-        jobs = await self.console.call(self.console.plane.bulk_jobs(), quiet=True)
+        jobs = await self.console.call(self.console.plane.bulk_jobs(limit=100), quiet=True)
         if jobs is None:
             return
         self.jobs = jobs

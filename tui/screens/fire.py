@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
 from stateous.model.history import duplicate_line, token_line
+from stateous.tui.api import fired
 from stateous.tui.console import Console
 from stateous.tui.schema import (
     FormError,
@@ -122,10 +123,11 @@ class FireScreen(ModalScreen[bool]):
     async def send(self, event: str, payload: dict[str, Any] | None, key: str | None) -> None:
         """One `POST /tokens/{id}/events/{event}`; a refusal leaves the form open."""
         plane = self.console.plane
-        answer = await self.console.call(plane.fire(str(self.token["token"]), event, payload, key))
+        token_id = str(self.token["token"])
+        answer = await self.console.call(plane.fire(token_id, event, payload, key=key))
         if answer is None:
             return
-        duplicate, token = answer
+        duplicate, token = fired(answer)
         line = duplicate_line(token) if duplicate else token_line(token)
         self.console.notify(str(line), title=f"fired {event}")
         self.dismiss(True)

@@ -119,7 +119,7 @@ class InboxScreen(PollingScreen):
     @work(exclusive=True, group="answer")
     async def open_form(self, token_id: str) -> None:
         """Read the token as it is now, then open its fire form."""
-        token = await self.console.call(self.console.plane.token(token_id))
+        token = await self.console.call(self.console.plane.get(token_id))
         graph = self.console.graph
         if token is None or graph is None:
             return

@@ -131,7 +131,7 @@ class LeasesScreen(PollingScreen):
             for entry in entries or []:
                 data = entry.get("data") or {}
                 if entry.get("kind") == "task_claimed" and isinstance(data, dict):
-                    self.claimed_at[(data.get("task"), data.get("attempt"))] = entry.get("at")  # type: ignore[index,assignment]  # JSON ints; an entry has its "at"
+                    self.claimed_at[(data.get("task"), data.get("attempt"))] = entry.get("at")  # type: ignore[index]  # JSON ints
         for t in held:
             # A task claimed again after a lookup gets looked up again.
             if (t.get("task"), t.get("attempt")) not in self.claimed_at:

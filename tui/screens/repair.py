@@ -14,7 +14,6 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from stateous.model.history import display_state, token_line
-from stateous.tui import repair
 from stateous.tui.screens.confirm import ConfirmScreen
 from stateous.tui.screens.steering import SteeringScreen
 
@@ -84,7 +83,7 @@ class RepairScreen(SteeringScreen):
         question = f"Retry token '{ident}'?\nIt enters '{state}' again, as a new visit."
         if not await self.app.push_screen_wait(ConfirmScreen(question, yes="Retry it")):
             return
-        self._answered(await self.console.call(repair.retry(self.console.plane, ident)), "retry")
+        self._answered(await self.console.call(self.console.plane.retry(ident)), "retry")
 
     def action_move(self) -> None:
         """Choose a state of the token's workflow, then move the token there."""
@@ -104,9 +103,7 @@ class RepairScreen(SteeringScreen):
         state = await self.app.push_screen_wait(MoveScreen(token, states))
         if state is None:
             return
-        answer = await self.console.call(
-            repair.move(self.console.plane, str(token["token"]), state)
-        )
+        answer = await self.console.call(self.console.plane.move(str(token["token"]), state))
         self._answered(answer, "move")
 
     def _answered(self, answer: dict[str, Any] | None, title: str) -> None:

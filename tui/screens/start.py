@@ -95,7 +95,7 @@ class StartScreen(ModalScreen[bool]):
     @work(exclusive=True, group="start")
     async def send(self, token: str, context: dict[str, Any]) -> None:
         """One `POST /tokens`; a refusal leaves the form open."""
-        answer = await self.console.call(self.console.plane.start(token, context))
+        answer = await self.console.call(self.console.plane.start_new(token, context))
         if answer is None:
             return
         created, body = answer

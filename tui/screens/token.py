@@ -14,7 +14,6 @@ from textual.widgets import DataTable, Footer, RichLog, Static, TabbedContent, T
 
 from stateous.model.findings import finding_lines
 from stateous.model.history import display_state, history_line, payload_json
-from stateous.tui import repair
 from stateous.tui.format import (
     TASK_STYLES,
     countdown,
@@ -125,11 +124,11 @@ class TokenScreen(PollingScreen, RepairScreen):
     async def fetch(self) -> None:
         """The token, the history after the last entry shown, and the open tab's rows."""
         plane, ident = self.console.plane, self.token_id
-        token = await self.console.call(plane.token(ident))
+        token = await self.console.call(plane.get(ident))
         if token is None or ident != self.token_id:
             return
         self.show_token(token)
-        findings = await self.console.call(repair.why(plane, ident), quiet=True)
+        findings = await self.console.call(plane.findings(ident), quiet=True)
         if findings is not None and ident == self.token_id:
             self.show_findings(findings)
         entries = await self.console.call(plane.history(ident, after=self.last_seq))

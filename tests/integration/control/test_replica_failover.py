@@ -185,8 +185,8 @@ def test_stateous_yaml_takes_a_list_of_urls(tmp_path: Path) -> None:
 
 
 def test_the_consoles_client_moves_on(pair: tuple[ServeProcess, ServeProcess]) -> None:
+    from stateous.client import Unreachable as ConsoleUnreachable
     from stateous.tui.api import ControlPlane
-    from stateous.tui.api import Unreachable as ConsoleUnreachable
 
     holder, _replica = pair
 

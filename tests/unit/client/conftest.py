@@ -28,7 +28,7 @@ class Script:
     requests: list[Recorded] = field(default_factory=list)
 
     def answer(self, status: int, body: str, content_type: str = "application/json") -> None:
-        """Queue one answer."""
+        """Queue one answer; status 0 closes the connection without answering."""
         self.answers.append((status, body, content_type))
 
 
@@ -41,6 +41,9 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         self.script.requests.append(Recorded(self.command, self.path, headers, body))
         status, text, content_type = self.script.answers.pop(0)
+        if status == 0:
+            self.close_connection = True
+            return
         data = text.encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -57,6 +60,16 @@ class _Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def server() -> Iterator[tuple[str, Script]]:
     """`(url, script)` of a scripted server on a free port of 127.0.0.1."""
+    yield from _scripted()
+
+
+@pytest.fixture
+def second_server() -> Iterator[tuple[str, Script]]:
+    """Another scripted server, for fail-over between two URLs."""
+    yield from _scripted()
+
+
+def _scripted() -> Iterator[tuple[str, Script]]:
     script = Script()
     handler = type("Handler", (_Handler,), {"script": script})
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)

@@ -14,10 +14,11 @@ from tests.unit.client.conftest import Script
 TOKEN = {"token": "T-1", "state": "coding", "status": "active", "visit": 1, "context": {}}
 
 
-def test_the_package_exports_exactly_the_client_and_its_errors() -> None:
+def test_the_package_exports_exactly_the_clients_and_their_errors() -> None:
     import stateous.client as package
 
     assert sorted(package.__all__) == [
+        "AsyncClient",
         "Client",
         "ClientError",
         "NotFound",

@@ -1,0 +1,117 @@
+"""The request of each method of `Client` and `AsyncClient` (spec 50 §4.2, spec 80), built once.
+
+A change's `by` (spec 80 §1) is added by the client, which knows who acts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stateous.client.wire import Request, header_value, query, segment
+
+
+def _token(token: str, tail: str = "") -> str:
+    return f"/tokens/{segment(token)}{tail}"
+
+
+# ------------------------------------------------------------ tokens
+
+
+def start(token: str, context: dict[str, Any] | None) -> Request:
+    return Request("POST", "/tokens", body={"token": token, "context": context or {}})
+
+
+def get(token: str) -> Request:
+    return Request("GET", _token(token))
+
+
+def tokens(status: str | None, parent: str | None, limit: int | None) -> Request:
+    return Request("GET", "/tokens", params=query(status=status, parent=parent, limit=limit))
+
+
+def history(token: str, after: int | None = None) -> Request:
+    return Request("GET", _token(token, "/history"), params=query(after=after))
+
+
+def fire(token: str, event: str, payload: dict[str, Any] | None, key: str | None) -> Request:
+    headers = None if key is None else {b"Idempotency-Key": header_value(key)}
+    body = {} if payload is None else {"payload": payload}
+    return Request("POST", _token(token, f"/events/{segment(event)}"), body, headers=headers)
+
+
+def steer(token: str, action: str) -> Request:
+    """`pause`, `resume`, `cancel` or `retry` (spec 80 §3)."""
+    return Request("POST", _token(token, f"/{action}"), body={})
+
+
+def move(token: str, state: str, context: dict[str, Any] | None) -> Request:
+    body: dict[str, Any] = {"to": state}
+    if context is not None:
+        body["context"] = context
+    return Request("POST", _token(token, "/move"), body=body)
+
+
+def why(token: str) -> Request:
+    return Request("GET", _token(token, "/why"))
+
+
+# ------------------------------------------------------------ bulk jobs and the audit
+
+
+def bulk(
+    action: str,
+    selection: dict[str, Any] | None,
+    event: str | None,
+    payload: dict[str, Any] | None,
+    dry_run: bool,
+) -> Request:
+    body: dict[str, Any] = {"action": action, "filter": selection or {}}
+    if event is not None:
+        body["event"] = event
+    if payload is not None:
+        body["payload"] = payload
+    if dry_run:
+        body["dry_run"] = True
+    return Request("POST", "/bulk", body=body)
+
+
+def bulk_job(job: int) -> Request:
+    return Request("GET", f"/bulk/{segment(job)}")
+
+
+def bulk_jobs(limit: int | None) -> Request:
+    return Request("GET", "/bulk", params=query(limit=limit))
+
+
+def stop_bulk(job: int) -> Request:
+    return Request("POST", f"/bulk/{segment(job)}/stop", body={})
+
+
+def audit(actor: str | None, token: str | None, since: str | None, limit: int | None) -> Request:
+    return Request(
+        "GET", "/audit", params=query(actor=actor, token=token, since=since, limit=limit)
+    )
+
+
+# ------------------------------------------------------------ tasks and the graph
+
+
+def report(task: int, event: str, payload: dict[str, Any] | None, attempt: int | None) -> Request:
+    body: dict[str, Any] = {"kind": "event", "event": event}
+    if payload is not None:
+        body["payload"] = payload
+    if attempt is not None:
+        body["attempt"] = attempt
+    return Request("POST", f"/tasks/{segment(task)}/report", body=body)
+
+
+def inbox(state: str | None, limit: int | None) -> Request:
+    return Request("GET", "/inbox", params=query(state=state, limit=limit))
+
+
+def supervisors() -> Request:
+    return Request("GET", "/supervisors")
+
+
+def workflow() -> Request:
+    return Request("GET", "/workflow")
