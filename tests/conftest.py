@@ -28,10 +28,10 @@ from tests.support.migrated import migrated
 #: longest. The long tier's files (`-m long`, `make test-long`) are left out of the default one.
 LONGEST_FIRST = (
     # The long tier: one file a worker.
-    "tests/faults/test_bulk_faults_5000_postgres.py",  # 295
-    "tests/faults/test_bulk_faults_5000.py",  # 160
-    "tests/faults/test_replica_faults.py",  # 80
-    "tests/faults/test_bulk_faults_takeover.py",  # 75
+    "tests/faults/test_bulk_faults_5000_postgres.py",  # 195
+    "tests/faults/test_bulk_faults_takeover.py",  # 85
+    "tests/faults/test_bulk_faults_5000.py",  # 75
+    "tests/faults/test_replica_faults.py",  # 45
     # The default tier.
     "tests/faults/test_bulk_faults.py",  # 120
     "tests/integration/control/test_serve.py",  # 110

@@ -310,6 +310,17 @@ class Load:
         for name in sorted(self.paused):
             call("POST", f"{self.url}/tokens/{name}/resume", deadline=deadline)
 
+    def run_out(self, url: str, *, while_paused: Callable[[], object] | None = None) -> None:
+        """Wait until every start is made and every token not paused has ended (through `url`);
+        call `while_paused()` (a check of the paused tokens); resume them and wait for their
+        ends too."""
+        self.join(timeout=300)
+        wait_all_ended(url, timeout=scaled(90, 900))
+        if while_paused is not None:
+            while_paused()
+        self.resume_all(time.monotonic() + 60)
+        wait_all_ended(url, timeout=scaled(60, 600))
+
 
 def live_tokens(url: str, deadline: float) -> int:
     """How many tokens are active (waits through restarts)."""

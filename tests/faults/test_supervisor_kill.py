@@ -14,7 +14,6 @@ from tests.faults.harness import (
     scaled,
     supervise,
     supervisor_figures,
-    wait_all_ended,
 )
 from tests.support import free_port, sqlite_url
 
@@ -32,12 +31,11 @@ def test_supervisor_sigkilled_under_load(tmp_path: Path) -> None:
                 time.sleep(scaled(1, 5))
                 runs[-1].kill()
                 runs.append(supervise(folder))
-            load.join(timeout=300)
-            wait_all_ended(cp.url, timeout=scaled(90, 900))
             # Paused tokens have not moved while paused; then they are resumed and end too.
-            check_invariants(db, paused=load.paused, all_ended=False)
-            load.resume_all(time.monotonic() + 60)
-            wait_all_ended(cp.url, timeout=scaled(60, 600))
+            load.run_out(
+                cp.url,
+                while_paused=lambda: check_invariants(db, paused=load.paused, all_ended=False),
+            )
         finally:
             code = runs[-1].stop()
     assert code == 0, runs[-1].lines

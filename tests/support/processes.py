@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TypedDict, Unpack
 
 import httpx
 
@@ -210,27 +210,32 @@ class ServeProcess(Piped):
     url: str
 
 
+class ServeOptions(TypedDict, total=False):
+    """How `start_serve`, `launch_serve` and `serve_process` start `stateous serve`."""
+
+    listen: str  # `--listen`; 127.0.0.1:0 (a free port) unless given
+    extra: Sequence[str]  # more arguments, e.g. `--replica`
+    env: dict[str, str] | None  # added to this process's environment
+    cwd: Path | None  # the checkout unless given
+    log: Path | None  # stderr to this file instead of a pipe
+    new_session: bool  # a session (and process group) of its own
+    file_limit: int | None  # the largest file in bytes it may write
+
+
 def start_serve(
-    graph: Path | str,
-    db_url: str,
-    *,
-    listen: str = "127.0.0.1:0",
-    extra: Sequence[str] = (),
-    env: dict[str, str] | None = None,
-    cwd: Path | None = None,
-    log: Path | None = None,
-    new_session: bool = False,
-    file_limit: int | None = None,
+    graph: Path | str, db_url: str, **options: Unpack[ServeOptions]
 ) -> subprocess.Popen[str]:
     """Start `stateous serve` (stderr piped in text mode, or written to `log`) without waiting."""
+    log = options.get("log")
+    listen = options.get("listen", "127.0.0.1:0")
     return start_piped(
-        serve_command(graph, db_url, listen, *extra),
-        env=env,
-        cwd=cwd,
+        serve_command(graph, db_url, listen, *options.get("extra", ())),
+        env=options.get("env"),
+        cwd=options.get("cwd"),
         stdout=subprocess.PIPE if log is None else subprocess.DEVNULL,
-        new_session=new_session,
+        new_session=options.get("new_session", False),
         log=log,
-        file_limit=file_limit,
+        file_limit=options.get("file_limit"),
     )
 
 
@@ -238,14 +243,8 @@ def launch_serve(
     graph: Path | str,
     db_url: str,
     *,
-    listen: str = "127.0.0.1:0",
-    extra: Sequence[str] = (),
-    env: dict[str, str] | None = None,
-    cwd: Path | None = None,
-    log: Path | None = None,
-    new_session: bool = False,
-    file_limit: int | None = None,
     ready_timeout: float = 30.0,
+    **options: Unpack[ServeOptions],
 ) -> ServeProcess:
     """Start `stateous serve` and answer it once `GET /health` answers 200.
 
@@ -253,18 +252,9 @@ def launch_serve(
     Raises RuntimeError (with its stderr) when it stops or is not ready in `ready_timeout`
     seconds; it is then killed and its pipes closed.
     """
-    process = start_serve(
-        graph,
-        db_url,
-        listen=listen,
-        extra=extra,
-        env=env,
-        cwd=cwd,
-        log=log,
-        new_session=new_session,
-        file_limit=file_limit,
-    )
-    return until_ready(ServeProcess(url="", process=process, log=log), ready_timeout)
+    process = start_serve(graph, db_url, **options)
+    served = ServeProcess(url="", process=process, log=options.get("log"))
+    return until_ready(served, ready_timeout)
 
 
 def until_ready(served: ServeProcess, timeout: float = 30.0) -> ServeProcess:
@@ -284,17 +274,12 @@ def serve_process(
     graph: Path | str,
     db_url: str,
     *,
-    listen: str = "127.0.0.1:0",
-    extra: Sequence[str] = (),
-    env: dict[str, str] | None = None,
-    cwd: Path | None = None,
     ready_timeout: float = 30.0,
+    **options: Unpack[ServeOptions],
 ) -> Iterator[ServeProcess]:
     """`launch_serve` for the block; at its end the server gets Ctrl-C (SIGINT) and is killed if
     it does not stop in 10 s."""
-    served = launch_serve(
-        graph, db_url, listen=listen, extra=extra, env=env, cwd=cwd, ready_timeout=ready_timeout
-    )
+    served = launch_serve(graph, db_url, ready_timeout=ready_timeout, **options)
     try:
         yield served
     finally:
