@@ -11,13 +11,14 @@ from sqlalchemy import select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect as SqlDialect
 
-from stateous.control.store import claims, tokens
+from stateous.control.store import claims, direct, tokens
 from stateous.control.store.db import Store
 from stateous.control.store.dialect import DIALECTS, PostgresDialect, SqliteDialect, dialect_of
 from stateous.control.store.records import TokenRecord
 from stateous.control.store.rows import IN_MOST
 from stateous.control.store.tables import control_plane
 from stateous.control.store.tables import tokens as tokens_table
+from stateous.control.store.tasks import insert_task
 from stateous.control.store.tokens import insert_tokens, tokens_folded_in
 
 AT = datetime(2026, 10, 16, 20, 48, 44)
@@ -99,3 +100,24 @@ def test_ids_in_one_value_find_the_tokens_ignoring_case_beyond_one_statement(sto
         "tok-1": "Tok-1",
         "tok-2": "Tok-2",
     }
+
+
+def test_a_statement_built_per_dialect_answers_through_direct_what_sqlalchemy_answers(
+    store: Store,
+) -> None:
+    """Postgres's array of ids runs on the driver's cursor; SQLite's expanding IN list through
+    `Connection.execute`: both answer the rows SQLAlchemy answers."""
+    record = TokenRecord("Tok-1", "draft", "active", 1, {"n": [1]}, AT, None, None)
+    with store.begin() as conn:
+        insert_tokens(conn, [record])
+        task = insert_task(conn, "Tok-1", "draft", 1, AT)
+        dialect = dialect_of(conn)
+        cases: list[tuple[Any, dict[str, Any]]] = [
+            (claims._TASKS_TO_CLAIM[dialect], {"ids": [task, task + 1]}),
+            (tokens._FOLDED_IN[dialect], {"lowered": ["tok-1", "tok-2"]}),
+        ]
+        for statement, params in cases:
+            theirs = [(tuple(r), dict(r._mapping)) for r in conn.execute(statement, params)]
+            ours = [(tuple(r), dict(r._mapping)) for r in direct.execute(conn, statement, params)]
+            assert ours == theirs
+            assert len(ours) == 1
