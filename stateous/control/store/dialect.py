@@ -1,14 +1,17 @@
 """What differs between SQLite and Postgres for the store: one `Dialect` object per database.
 
-Every difference of SQL or of locking between the two databases is answered here, and
-nowhere else asks which database it runs on: a query module asks `dialect_of(conn)` whether
-writers run side by side (`locks`), whether writes can share a statement (`fuses_writes`),
-and for the clauses written differently (a list in one bound value, `FOR UPDATE`, an upsert,
-a hint to SQLite's planner). The statements stay in their modules, built once per dialect.
+Every difference of SQL or of locking between the two databases is answered here: no query
+module asks which database it runs on, it asks `dialect_of(conn)` whether writers run side by
+side (`locks`), whether writes can share a statement (`fuses_writes`), and for the clauses
+written differently (a list in one bound value, `FOR UPDATE`, an upsert, a hint to SQLite's
+planner). The statements stay in their modules, built once per dialect (`per_dialect`). What
+the processes around the store do differently (the lanes, the listener, the checkpoints, the
+hold) is decided from `Store.sqlite`.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -34,7 +37,7 @@ __all__ = ["DIALECTS", "Dialect", "PostgresDialect", "SqliteDialect", "dialect_o
 Upsert = postgresql.Insert | sqlite.Insert
 
 
-class Dialect:
+class Dialect(ABC):
     """One database's ways: what it locks, what it fuses, and its clauses that differ."""
 
     #: SQLAlchemy's name of the dialect.
@@ -48,27 +51,27 @@ class Dialect:
     #: statements cost no round trip.
     fuses_writes: ClassVar[bool]
 
+    @abstractmethod
     def in_list(self, expr: ColumnElement[Any], name: str, item: Any) -> Any:
         """`expr` is one of the list of values bound as `name`, expanded at each execution
         where needed (through `Connection.execute`, not `direct`)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def in_one_value(self, expr: ColumnElement[Any], name: str, item: Any) -> Any:
         """`expr` is one of the list bound as ONE value `name`: the statement's text is the
         same for any number of values (so `direct` runs it, and Postgres plans it once)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def for_update(self, query: Select[Any]) -> Select[Any]:
         """`query`, locking the rows it reads where writers run side by side."""
-        raise NotImplementedError
 
+    @abstractmethod
     def insert(self, table: Table) -> Upsert:
         """The dialect's own INSERT of `table`, which can say what to do on a conflict."""
-        raise NotImplementedError
 
+    @abstractmethod
     def rare(self, condition: ColumnElement[bool]) -> ColumnElement[bool]:
         """`condition`, marked as true of few rows where the planner needs telling."""
-        raise NotImplementedError
 
 
 class SqliteDialect(Dialect):
