@@ -40,7 +40,7 @@ lint: $(STAMP) ## ruff format --check and ruff check
 	@$(VENV)/bin/ruff format --check stateous tui tests bench
 	@$(VENV)/bin/ruff check stateous tui tests bench
 
-typecheck: $(STAMP) ## mypy --strict on stateous/ and tui/
+typecheck: $(STAMP) ## mypy --strict on stateous/ (the console too), bench/ and tests/ (test defs may go unannotated)
 	@$(VENV)/bin/mypy
 
 imports: $(STAMP) ## the import rules of CONTRIBUTING.md (the contracts in pyproject.toml)

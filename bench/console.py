@@ -62,7 +62,7 @@ async def until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
         await asyncio.sleep(0.0005)
 
 
-async def press(app: ConsoleApp, key: str, done: Callable[[], bool]) -> float:
+async def press(app: ConsoleApp, key: str, done: Callable[..., bool]) -> float:
     """Milliseconds from a key event reaching the app until `done()` holds.
 
     The key goes in as a terminal's would (an event posted to the app), not through the pilot,

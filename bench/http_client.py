@@ -85,7 +85,7 @@ async def measure(url: str, calls: int) -> dict[str, float]:
         return httpx.Response(204)
 
     figures: dict[str, float] = {}
-    runs = {
+    runs: dict[str, Callable[[], Awaitable[tuple[float, float]]]] = {
         "httpx": lambda: with_client(url, None, calls),
         "lean": lambda: with_client(url, LeanTransport(), calls),
         "mock": lambda: with_client(url, httpx.MockTransport(mock_answer), calls),

@@ -23,13 +23,14 @@ from pathlib import Path
 
 import httpx
 from sqlalchemy import text
+from sqlalchemy.engine import Engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # after the path is set
 
 
-def completed_at(engine: common.Engine, token: str) -> datetime | None:
+def completed_at(engine: Engine, token: str) -> datetime | None:
     """The time of the token's `completed` row (UTC), or None yet."""
     with engine.connect() as conn:
         at = conn.execute(
@@ -37,9 +38,8 @@ def completed_at(engine: common.Engine, token: str) -> datetime | None:
         ).scalar()
     if at is None:
         return None
-    if isinstance(at, str):
-        at = datetime.fromisoformat(at)
-    return at.replace(tzinfo=UTC)
+    when: datetime = datetime.fromisoformat(at) if isinstance(at, str) else at
+    return when.replace(tzinfo=UTC)
 
 
 def measure(url: str, db_url: str, tokens: int, prefix: str = "lat") -> list[float]:

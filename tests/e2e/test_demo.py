@@ -45,7 +45,7 @@ REJECTED = [
 def check_history(lines: list[str], patterns: list[str]) -> None:
     """Each line matches its pattern (after the local time), and task ids pair up."""
     assert len(lines) == len(patterns), lines
-    tasks = []
+    tasks: list[str] = []
     for line, pattern in zip(lines, patterns, strict=True):
         found = re.fullmatch(T + pattern, line)
         assert found is not None, (line, pattern)

@@ -19,7 +19,9 @@ from tests.support.ports import free_port
 
 def test_start_many_sends_batches_and_reports_progress(api: RunningApi) -> None:
     seen: list[list[int]] = []
-    starts = [(f"S-{n}", {"title": str(n)}) for n in range(5)]
+    starts: list[tuple[str, dict[str, str] | None]] = [
+        (f"S-{n}", {"title": str(n)}) for n in range(5)
+    ]
     starts.insert(2, ("S-0", {"title": "again"}))
     starts.append(("-bad", None))
     with Client(api.url) as client:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import psycopg
@@ -24,13 +25,13 @@ def refused(answer: httpx.Response, status: int, code: str, error: str | None = 
         assert body["error"] == error
 
 
-def start(http: httpx.Client, token: str = "ORDER-1", title: str = "first order") -> dict:
+def start(http: httpx.Client, token: str = "ORDER-1", title: str = "first order") -> Any:
     answer = http.post("/tokens", json={"token": token, "context": {"title": title}})
     assert answer.status_code == 201, answer.text
     return answer.json()
 
 
-def claimed(http: httpx.Client, supervisor: str = "box") -> dict:
+def claimed(http: httpx.Client, supervisor: str = "box") -> Any:
     answer = http.post(
         "/tasks/claim", json={"supervisor": supervisor, "states": ["draft", "review"]}
     )
@@ -514,8 +515,8 @@ def test_database_busy(backend: str, db_url: str) -> None:
                 locker.close()
         else:
             dsn = db_url.replace("postgresql://", "postgresql://", 1)
-            with psycopg.connect(dsn) as locker:
-                locker.execute("SELECT pg_advisory_xact_lock(%s)", (family_key("T-1"),))
+            with psycopg.connect(dsn) as pg_locker:
+                pg_locker.execute("SELECT pg_advisory_xact_lock(%s)", (family_key("T-1"),))
                 refused(
                     http.post("/tokens", json={"token": "T-1", "context": {"title": "t"}}),
                     503,

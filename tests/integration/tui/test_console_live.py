@@ -268,6 +268,7 @@ async def test_unreachable_then_the_control_plane_comes(tmp_path: Path) -> None:
                 pilot, lambda: app.unreachable is None and app.health is not None, timeout=20
             )
             assert not app.screen.query_one(Banner).display
+            assert app.health is not None
             assert app.health == {
                 "workflow": "orders",
                 "checksum": app.health["checksum"],

@@ -4,6 +4,7 @@ states, read one bounded part per state; on both backends."""
 from __future__ import annotations
 
 import sqlite3
+from functools import partial
 
 import psycopg
 import pytest
@@ -48,7 +49,8 @@ def test_more_than_twenty_paused_tokens_do_not_hide_an_active_one(
 ) -> None:
     for n in range(25):
         _start(store, clock, orders, f"P{n:02}")
-        store.run_alone("pause", lambda conn, n=n: pause(conn, clock, orders, f"P{n:02}"))
+        paused = partial(pause, clock=clock, config=orders, token_id=f"P{n:02}")
+        store.run_alone("pause", paused)
     _start(store, clock, orders, "ACTIVE")
     assert _claim(store, clock, orders, ["draft", "review"]) == "ACTIVE:draft"
     assert _claim(store, clock, orders, ["draft", "review"]) is None
@@ -92,7 +94,7 @@ def test_a_claim_of_several_tasks_runs_the_same_statements_for_one_or_eight(
         pytest.skip("the statements are counted by SQLite's trace callback")
     for n in range(13):
         _start(store, clock, orders, f"T{n}")
-    counts = []
+    counts: list[int] = []
     # The first claim of a supervisor creates its `claims` row, and a claim after one of more
     # than one grant deletes that one's `claim_grants` rows: the last two are compared.
     for most, request in ((1, "r1"), (2, "r2"), (8, "r3"), (2, "r4")):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from stateous.control.clock import FakeClock
@@ -20,7 +22,7 @@ from tests.support.graphs import SDLC, graph_text, variant
 from tests.support.rows import ledger_rows, table_rows, task_rows
 
 
-def kinds(store: Store, token: str) -> list[tuple[str, dict]]:
+def kinds(store: Store, token: str) -> list[tuple[str, dict[str, Any]]]:
     with store.begin() as conn:
         return [(row[2], row[4]) for row in ledger_rows(conn, token)]
 

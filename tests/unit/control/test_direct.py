@@ -149,7 +149,7 @@ def test_insert_values_writes_what_sqlalchemys_insert_writes(store: Store) -> No
             ("A-3", AT.replace(tzinfo=UTC), None, {}),
         ]
     ]
-    ours = [dict(row, token=row["token"].replace("A", "O")) for row in rows]
+    ours = [dict(row, token=str(row["token"]).replace("A", "O")) for row in rows]
     stored = text("SELECT token, seq, CAST(at AS TEXT), kind, key, data FROM ledger ORDER BY token")
     with store.begin() as conn:
         conn.execute(insert(ledger), rows)

@@ -24,7 +24,11 @@ def test_moved() -> None:
     assert text("moved", {"from": "__start__", "to": "coding", "keys": ["repo"]}) == (
         "moved from START to coding"
     )
-    data = {"from": "coding", "to": "testing", "by": {"actor": "bob", "via": "console"}}
+    data: dict[str, object] = {
+        "from": "coding",
+        "to": "testing",
+        "by": {"actor": "bob", "via": "console"},
+    }
     assert text("moved", data) == "moved from coding to testing [bob, console]"
 
 

@@ -27,7 +27,7 @@ async def run_claims(
     tmp_path: Path, outbox: Outbox, plane: Plane, routine: Any, seconds: float
 ) -> None:
     sup = supervisor(tmp_path, outbox, plane, tasks=4)
-    sup.registry = Registry({"draft": (None, routine)})
+    sup.registry = Registry({"draft": (None, routine)})  # type: ignore[dict-item]  # no StateRef needed
     sup.bind()
     sender = asyncio.create_task(sup.sender.run())
     await claim_for(sup, seconds)

@@ -486,4 +486,5 @@ def _steering(recorded: Recorded, token_or_404: Callable[[str], Any]) -> list[An
 
 def transport(recorded: Recorded) -> httpx.ASGITransport:
     """An httpx transport that sends the console's requests to the recorded app in-process."""
-    return httpx.ASGITransport(app=make_app(recorded))
+    # Litestar's __call__ names its ASGI messages more narrowly than httpx's plain mappings.
+    return httpx.ASGITransport(app=make_app(recorded))  # type: ignore[arg-type]
