@@ -1,4 +1,4 @@
-"""The import rules of DEVELOPERS.md, read from the source of every module."""
+"""The import rules of CONTRIBUTING.md, read from the source of every module."""
 
 from __future__ import annotations
 
