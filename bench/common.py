@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # the processes start as the tests start them
     sys.path.insert(1, str(ROOT))
 
-from tests.support.processes import Piped, launch_serve  # noqa: E402  # after the path is set
+from tests.support.processes import Piped, launch_serve, stateous_argv  # noqa: E402  # after the path
 from tests.support.processes import start_supervise as start_supervise_process  # noqa: E402
 
 DRAFT_ROUTINE = """\
@@ -64,18 +64,8 @@ PG_ADMIN = "host=127.0.0.1 port=5432 user=postgres dbname=test"
 PG_URL = "postgresql://postgres@127.0.0.1:5432/{name}"
 
 
-def stateous(*args: str) -> list[str]:
-    """The argv of a `stateous` command with this Python."""
-    return [sys.executable, "-m", "stateous", *args]
-
-
 #: Added to the environment of the child processes (which are unbuffered): no colour.
 QUIET = {"NO_COLOR": "1"}
-
-
-def child_env() -> dict[str, str]:
-    """The environment of the child processes: unbuffered, no colour."""
-    return {**os.environ, "PYTHONUNBUFFERED": "1", **QUIET}
 
 
 def machine() -> dict[str, Any]:
@@ -135,7 +125,11 @@ def configure(supervisor: Path, url: str, tasks: int) -> None:
 def run_step(folder: Path, *args: str) -> None:
     """Run one `stateous` command in `folder`, or exit with its last words."""
     done = subprocess.run(
-        stateous(*args), cwd=folder, capture_output=True, text=True, env=child_env()
+        stateous_argv(*args),
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **QUIET},
     )
     if done.returncode != 0:
         last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
