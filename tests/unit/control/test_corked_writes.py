@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from stateous.control.api.protocol import _Corked
+from stateous.control.api.protocol import _Corked, _LingerMixin
 
 
 class Recording:
@@ -32,7 +32,8 @@ class Recording:
 
 async def _corked(close: bool, *parts: bytes) -> tuple[list[bytes], list[bytes], Recording]:
     transport = Recording()
-    corked = _Corked(transport, asyncio.get_running_loop())
+    # A protocol whose client sends nothing more: its close is at once, not lingering.
+    corked = _Corked(transport, asyncio.get_running_loop(), _LingerMixin())
     for part in parts:
         corked.write(part)
     before = list(transport.sent)  # nothing is written during the turn that writes
@@ -56,6 +57,7 @@ def test_close_writes_what_waits_then_closes() -> None:
 
 def test_everything_else_is_the_transports_own() -> None:
     async def peer() -> Any:
-        return _Corked(Recording(), asyncio.get_running_loop()).get_extra_info("peername")
+        corked = _Corked(Recording(), asyncio.get_running_loop(), _LingerMixin())
+        return corked.get_extra_info("peername")
 
     assert asyncio.run(peer()) == ("127.0.0.1", 1)
