@@ -74,7 +74,7 @@ test-long: $(STAMP) ## the long tier: the 5,000-token and replica fault runs (py
 # The gates run beside pytest (`-j`): mypy's 25 s on a clean checkout would otherwise come before
 # the suite's first test. `-Oline` keeps each line of each whole, so pytest's progress still shows
 # line by line; a failed gate fails `make test` once pytest is done.
-test: $(STAMP) ## the whole gate: ruff, mypy, import rules, pytest
+test: $(STAMP) ## the whole gate: ruff, mypy, import rules, the default tier of pytest
 	@$(MAKE) --no-print-directory -j 4 -Oline lint typecheck imports pytest
 
 faults: $(STAMP) ## every fault test of both tiers at the figures of docs/reliability.md
