@@ -30,7 +30,7 @@ def with_env_knobs(settings: Settings) -> Settings:
     env = environment()
     changes: dict[str, object] = {}
     for field, (attribute, is_delta) in KNOBS.items():
-        if field in env.model_fields_set:
+        if field in env.given:
             seconds: float = getattr(env, field)
             changes[attribute] = timedelta(seconds=seconds) if is_delta else seconds
     return replace(settings, **changes)  # type: ignore[arg-type]  # fields named in KNOBS

@@ -1,42 +1,63 @@
-"""Every `STATEOUS_*` environment variable, in one settings object read when needed."""
+"""Every `STATEOUS_*` environment variable, in one settings object read when needed.
+
+The standard library's dataclasses rather than pydantic-settings: every `stateous token …`
+command and every `Client` reads this module, and pydantic-settings' import cost such a process
+a tenth of a second (about 140 ms of CPU, most of the command's own start-up).
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any
-
-from pydantic import AliasGenerator, BeforeValidator, Field, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
 
 from stateous.model.errors import StateousError
 
-__all__ = ["DEFAULTS", "PREFIX", "Environment", "InvalidEnvironment", "environment", "variable"]
+__all__ = [
+    "DEFAULTS",
+    "PREFIX",
+    "Environment",
+    "InvalidEnvironment",
+    "Kind",
+    "environment",
+    "kind_of",
+    "meaning_of",
+    "variable",
+    "variables",
+]
 
 PREFIX = "STATEOUS_"
 """Every variable's name is the prefix and its field's name in capitals."""
 
-
-def variable(field: str) -> str:
-    """The environment variable of `field` (`lease_seconds` -> `STATEOUS_LEASE_SECONDS`)."""
-    return PREFIX + field.upper()
-
-
-def _word(value: object) -> object:
-    """Blanks around a text dropped; nothing left is no value (None)."""
-    return (value.strip() or None) if isinstance(value, str) else value
+Kind = Literal["text", "word", "seconds", "seconds_or_zero", "flag"]
+"""How a variable's value is read: any text; a word (blanks around it dropped, none left is
+unset); seconds above 0; seconds, 0 or more; a flag (any value but empty is yes)."""
 
 
-def _any_text(value: object) -> object:
-    """Any value but an empty one is yes, as `if os.environ.get(...)` reads it."""
-    return bool(value) if isinstance(value, str) else value
+def variable(name: str) -> str:
+    """The environment variable of field `name` (`lease_seconds` -> `STATEOUS_LEASE_SECONDS`)."""
+    return PREFIX + name.upper()
 
 
-Word = Annotated[str | None, BeforeValidator(_word)]
-Seconds = Annotated[float, Field(gt=0)]
-Flag = Annotated[bool, BeforeValidator(_any_text)]
+def _text(meaning: str) -> Any:
+    return field(default=None, metadata={"kind": "text", "meaning": meaning})
 
 
-class Environment(BaseSettings):
+def _word(meaning: str) -> Any:
+    return field(default=None, metadata={"kind": "word", "meaning": meaning})
+
+
+def _seconds(default: float, meaning: str, *, zero: bool = False) -> Any:
+    kind = "seconds_or_zero" if zero else "seconds"
+    return field(default=default, metadata={"kind": kind, "meaning": meaning})
+
+
+def _flag(meaning: str) -> Any:
+    return field(default=False, metadata={"kind": "flag", "meaning": meaning})
+
+
+@dataclass(frozen=True)
+class Environment:
     """The `STATEOUS_*` variables of this process: each with its type, default and meaning.
 
     An empty variable counts as unset. The durations shorten the spec's for tests (a real
@@ -44,76 +65,84 @@ class Environment(BaseSettings):
     spec's, which `control.settings.Settings`, `Thresholds` and `Timings` start from.
     """
 
-    model_config = SettingsConfigDict(
-        alias_generator=AliasGenerator(validation_alias=variable),
-        case_sensitive=True,
-        env_ignore_empty=True,
-        extra="ignore",
-        frozen=True,
-    )
-
-    url: str | None = Field(
-        None,
-        description="The control plane of `stateous token …` and `stateous console` when "
+    url: str | None = _text(
+        meaning="The control plane of `stateous token …` and `stateous console` when "
         "`--url` is not given; several separated by commas.",
     )
-    auth_token: Word = Field(
-        None,
-        description="The bearer token (spec 70 §5): what `serve` accepts when no "
+    auth_token: str | None = _word(
+        meaning="The bearer token (spec 70 §5): what `serve` accepts when no "
         "`--auth-token-file` is given, and what `supervise`, `token` and `console` send.",
     )
-    actor: Word = Field(
-        None,
-        description="Who acts, for the history and the audit (spec 80 §1); the console's default "
+    actor: str | None = _word(
+        meaning="Who acts, for the history and the audit (spec 80 §1); the console's default "
         "is the login name and host.",
     )
-    lease_seconds: Seconds = Field(
-        120.0, description="`serve`: how long a claimed task's lease lasts without a heartbeat."
+    lease_seconds: float = _seconds(
+        120.0, meaning="`serve`: how long a claimed task's lease lasts without a heartbeat."
     )
-    tick_seconds: Seconds = Field(1.0, description="`serve`: between two ticks of the clock.")
-    since_seconds: Seconds = Field(
-        10.0, description="`serve`: between two renewals of the clock's hold on the database."
+    tick_seconds: float = _seconds(1.0, meaning="`serve`: between two ticks of the clock.")
+    since_seconds: float = _seconds(
+        10.0, meaning="`serve`: between two renewals of the clock's hold on the database."
     )
-    hold_lapse_seconds: Seconds = Field(
-        30.0, description="`serve`: how long a SQLite hold lasts when not renewed."
+    hold_lapse_seconds: float = _seconds(
+        30.0, meaning="`serve`: how long a SQLite hold lasts when not renewed."
     )
-    stop_wait_seconds: Seconds = Field(
-        5.0, description="`serve`: how long requests in progress may finish at a graceful stop."
+    stop_wait_seconds: float = _seconds(
+        5.0, meaning="`serve`: how long requests in progress may finish at a graceful stop."
     )
-    supervisor_stale_seconds: Seconds = Field(
-        30.0, description="`serve`: a supervisor silent for this long is `stale` (spec 80 §5)."
+    supervisor_stale_seconds: float = _seconds(
+        30.0, meaning="`serve`: a supervisor silent for this long is `stale` (spec 80 §5)."
     )
-    supervisor_gone_seconds: Seconds = Field(
-        120.0, description="`serve`: a supervisor silent for this long is `gone` (spec 80 §5)."
+    supervisor_gone_seconds: float = _seconds(
+        120.0, meaning="`serve`: a supervisor silent for this long is `gone` (spec 80 §5)."
     )
-    supervisor_heartbeat: Seconds = Field(
+    supervisor_heartbeat: float = _seconds(
         30.0,
-        description="`supervise`: between two heartbeats of its running tasks (and writes of "
+        meaning="`supervise`: between two heartbeats of its running tasks (and writes of "
         "its `status.json`).",
     )
-    supervisor_idle: Seconds = Field(
-        1.0, description="`supervise`: the wait after a claim that got no task."
+    supervisor_idle: float = _seconds(
+        1.0, meaning="`supervise`: the wait after a claim that got no task."
     )
-    supervisor_max_retry: Seconds = Field(
-        30.0, description="`supervise`: the longest wait between two tries of a call."
+    supervisor_max_retry: float = _seconds(
+        30.0, meaning="`supervise`: the longest wait between two tries of a call."
     )
-    supervisor_wait: float = Field(
-        10.0, ge=0, description="`supervise`: a claim's long-poll wait (spec 70 §2); 0: none."
+    supervisor_wait: float = _seconds(
+        10.0, zero=True, meaning="`supervise`: a claim's long-poll wait (spec 70 §2); 0: none."
     )
-    supervisor_beat: Seconds = Field(
-        10.0, description="`supervise`: between two beats of the supervisor (spec 80 §5)."
+    supervisor_beat: float = _seconds(
+        10.0, meaning="`supervise`: between two beats of the supervisor (spec 80 §5)."
     )
-    debug_point: str | None = Field(
-        None,
-        description="`supervise`: the named crash point that kills the process (SIGKILL), for "
+    debug_point: str | None = _text(
+        meaning="`supervise`: the named crash point that kills the process (SIGKILL), for "
         "durability tests, such as `after_outbox_commit:note`.",
     )
-    bench_keep: Flag = Field(
-        False, description="The benchmarks keep their temporary folder (any value but empty)."
+    bench_keep: bool = _flag(
+        meaning="The benchmarks keep their temporary folder (any value but empty)."
     )
 
+    #: The fields whose variable was set (not empty), as opposed to left at their default.
+    given: frozenset[str] = field(default=frozenset(), metadata={"kind": None})
 
-DEFAULTS = Environment.model_construct()
+
+def variables() -> list[str]:
+    """The fields that are variables, in the order of the class (`given` is not one)."""
+    return [f.name for f in fields(Environment) if f.metadata.get("kind") is not None]
+
+
+def kind_of(name: str) -> Kind:
+    """How field `name`'s variable is read."""
+    kind: Kind = Environment.__dataclass_fields__[name].metadata["kind"]
+    return kind
+
+
+def meaning_of(name: str) -> str:
+    """Field `name`'s one-line meaning (docs/operations.md lists them)."""
+    meaning: str = Environment.__dataclass_fields__[name].metadata["meaning"]
+    return meaning
+
+
+DEFAULTS = Environment()
 """Every variable's default, whatever the environment holds: the spec's durations."""
 
 
@@ -123,7 +152,8 @@ class InvalidEnvironment(StateousError):
     code = "invalid_environment"
 
 
-_NAMES = tuple(variable(name) for name in Environment.model_fields)
+_FIELDS = tuple(variables())
+_NAMES = tuple(variable(name) for name in _FIELDS)
 _last: tuple[tuple[str | None, ...], Environment] | None = None
 
 
@@ -138,20 +168,34 @@ def environment() -> Environment:
     last = _last
     if last is not None and last[0] == values:
         return last[1]
+    found: dict[str, Any] = {}
+    for name, raw in zip(_FIELDS, values, strict=True):
+        if raw:  # an empty variable counts as unset
+            value = _read(name, raw)
+            if value is not None:
+                found[name] = value
+    env = Environment(**found, given=frozenset(found))
+    _last = (values, env)
+    return env
+
+
+def _read(name: str, raw: str) -> object:
+    """The value of field `name` from its variable's text; None: unset (a blank word)."""
+    kind = kind_of(name)
+    if kind == "text":
+        return raw
+    if kind == "word":
+        return raw.strip() or None
+    if kind == "flag":
+        return True
     try:
-        found = Environment()
-    except ValidationError as exc:
-        raise InvalidEnvironment(_sentence(exc.errors()[0])) from None
-    _last = (values, found)
-    return found
-
-
-def _sentence(error: Any) -> str:
-    """One sentence for pydantic's first error: the variable, its value, what it must be.
-
-    Only the numbers can be refused (any text is a text, and any flag yes or no)."""
-    name = str(error["loc"][0])
-    field = Environment.model_fields[name.removeprefix(PREFIX).lower()]
-    zero = any(getattr(rule, "ge", None) == 0 for rule in field.metadata)
+        seconds = float(raw)
+    except ValueError:
+        seconds = float("nan")
+    zero = kind == "seconds_or_zero"
+    if seconds >= 0 if zero else seconds > 0:
+        return seconds
     wanted = "a number of seconds, 0 or more" if zero else "a number of seconds above 0"
-    return f"the environment variable {name} is {error.get('input')!r}; it must be {wanted}"
+    raise InvalidEnvironment(
+        f"the environment variable {variable(name)} is {raw!r}; it must be {wanted}"
+    )
