@@ -22,6 +22,7 @@ __all__ = [
     "environment",
     "kind_of",
     "meaning_of",
+    "value",
     "variable",
     "variables",
 ]
@@ -154,6 +155,7 @@ class InvalidEnvironment(StateousError):
 
 _FIELDS = tuple(variables())
 _NAMES = tuple(variable(name) for name in _FIELDS)
+_VARIABLE = dict(zip(_FIELDS, _NAMES, strict=True))
 _last: tuple[tuple[str | None, ...], Environment] | None = None
 
 
@@ -177,6 +179,14 @@ def environment() -> Environment:
     env = Environment(**found, given=frozenset(found))
     _last = (values, env)
     return env
+
+
+def value(name: str) -> Any:
+    """Field `name`'s value as `environment()` would answer it, reading its variable alone: for
+    a check made on every operation (a crash point), where reading all of them would cost."""
+    raw = os.environ.get(_VARIABLE[name])
+    found = _read(name, raw) if raw else None
+    return Environment.__dataclass_fields__[name].default if found is None else found
 
 
 def _read(name: str, raw: str) -> object:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import signal
 
-from stateous.model.environment import environment
+from stateous.model.environment import value
 
 __all__ = ["debug_point"]
 
@@ -16,5 +16,5 @@ def debug_point(name: str) -> None:
 
     The variable is read at each point, so a test arms a real daemon through its environment.
     """
-    if environment().debug_point == name:
+    if value("debug_point") == name:
         os.kill(os.getpid(), signal.SIGKILL)

@@ -14,6 +14,7 @@ from stateous.model.environment import (
     environment,
     kind_of,
     meaning_of,
+    value,
     variable,
     variables,
 )
@@ -187,3 +188,21 @@ def test_a_value_that_cannot_be_used_is_one_sentence(
     with pytest.raises(InvalidEnvironment) as refused:
         environment()
     assert (refused.value.message, refused.value.code) == (sentence, "invalid_environment")
+
+
+def test_one_value_is_read_as_the_whole_environment_reads_it(clean: pytest.MonkeyPatch) -> None:
+    assert (value("debug_point"), value("lease_seconds"), value("bench_keep")) == (
+        None,
+        120.0,
+        False,
+    )
+    clean.setenv("STATEOUS_DEBUG_POINT", "after_outbox_commit:note")
+    clean.setenv("STATEOUS_LEASE_SECONDS", "2.5")
+    clean.setenv("STATEOUS_ACTOR", "  ")
+    clean.setenv("STATEOUS_BENCH_KEEP", "0")
+    found = environment()
+    for name in ("debug_point", "lease_seconds", "actor", "bench_keep"):
+        assert value(name) == getattr(found, name), name
+    clean.setenv("STATEOUS_LEASE_SECONDS", "0")
+    with pytest.raises(InvalidEnvironment):
+        value("lease_seconds")
