@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import gc
 import os
 import sys
 
@@ -87,6 +88,17 @@ def fail(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the command; expected errors print one `error:` line and exit 1."""
+    try:
+        _run(argv)
+    finally:
+        # Every object is kept from here to the exit: the interpreter's last collection then
+        # walks none of them. With Litestar, SQLAlchemy and pydantic imported, that walk cost
+        # each `serve` about 0.15 s of CPU at every stop (and each short command its share).
+        gc.freeze()
+
+
+def _run(argv: list[str] | None) -> None:
+    """The command and the error convention of spec 50."""
     try:
         cli.main(args=argv, prog_name="stateous", standalone_mode=False)
     except click.exceptions.Exit as exc:
