@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import click
 
+from stateous.cli.params import WholeNumber
 from stateous.cli.token import control_plane, url_option
 from stateous.cli.where import job_line, show_lines
 
@@ -31,7 +32,7 @@ def list_command(url: str | None) -> None:
 
 
 @bulk_group.command("show")
-@click.argument("job", metavar="JOB", type=click.IntRange(min=1))
+@click.argument("job", metavar="JOB", type=WholeNumber(1))
 @url_option
 def show_command(job: int, url: str | None) -> None:
     """One bulk job: its filter, progress and skipped tokens by code."""
@@ -42,7 +43,7 @@ def show_command(job: int, url: str | None) -> None:
 
 
 @bulk_group.command("stop")
-@click.argument("job", metavar="JOB", type=click.IntRange(min=1))
+@click.argument("job", metavar="JOB", type=WholeNumber(1))
 @url_option
 def stop_command(job: int, url: str | None) -> None:
     """Stop a running bulk job; what it did stays done."""

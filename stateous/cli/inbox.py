@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from stateous.cli.token import ArgumentError, control_plane, url_option, wrong_shape
+from stateous.cli.params import WholeNumber
+from stateous.cli.token import control_plane, url_option, wrong_shape
 from stateous.model.history import display_state, local_datetime
 
 EMPTY = "the inbox is empty: no token waits for a person"
@@ -64,7 +65,7 @@ def print_table(rows: Sequence[tuple[str, ...]]) -> None:
     "--limit",
     "limit",
     metavar="N",
-    type=int,
+    type=WholeNumber(1, 1000),
     default=None,
     help="At most N tasks (1 to 1000; default 100).",
 )
@@ -76,8 +77,6 @@ def inbox_command(state: str | None, limit: int | None, url: str | None) -> None
     question its routine asked (its last note) and the events its state takes. Answer one with
     `stateous token fire`. Times are shown in this computer's time zone.
     """
-    if limit is not None and not 1 <= limit <= 1000:
-        raise ArgumentError("--limit is a whole number from 1 to 1000")
     with control_plane(url) as client:
         entries = client.inbox(state=state, limit=limit)
         if not all(isinstance(e, dict) for e in entries):

@@ -86,6 +86,23 @@ def fail(message: str) -> None:
     sys.exit(1)
 
 
+def _with_usage_line(exc: click.UsageError, argv: list[str]) -> None:
+    """Give `exc` the context of the command that `argv` names, when the parser left it out.
+
+    click's parser raises `Option '--url' requires an argument.` with no context, and a usage
+    error without one is shown with no usage line (spec 50 §1.3 wants it on every one)."""
+    if exc.ctx is not None:
+        return
+    ctx = click.Context(cli, info_name="stateous", **cli.context_settings)
+    for word in argv:
+        group = ctx.command
+        command = group.get_command(ctx, word) if isinstance(group, click.Group) else None
+        if command is None:
+            break
+        ctx = click.Context(command, info_name=word, parent=ctx, **command.context_settings)
+    exc.ctx = ctx  # show() reads only the context
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the command; expected errors print one `error:` line and exit 1."""
     try:
@@ -111,6 +128,7 @@ def _run(argv: list[str] | None) -> None:
         sys.exit(0)
     except click.ClickException as exc:
         if isinstance(exc, click.UsageError):
+            _with_usage_line(exc, sys.argv[1:] if argv is None else argv)
             exc.show()
             sys.exit(exc.exit_code)
         fail(exc.format_message())

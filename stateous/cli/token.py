@@ -16,6 +16,7 @@ from stateous.cli.where import (
     check_where,
     cli_actor,
     run_where,
+    usage_error,
     where_of,
     where_options,
 )
@@ -178,7 +179,7 @@ def start_command(
     """
     if file is not None:
         if token_id is not None or context_json is not None:
-            raise ArgumentError("give a token ID or --file, not both")
+            raise usage_error("give a token ID or --file, not both")
         with control_plane(url, actor) as client:
             _start_file(client, file, reason)
         return
@@ -237,7 +238,7 @@ def fire_command(
         # `fire --where EVENT [PAYLOAD_JSON]`: the arguments move one place to the left.
         token_id, event, payload_json = None, token_id, event  # type: ignore[assignment]
         if key is not None:
-            raise ArgumentError("--key fires one token; a bulk fire takes none")
+            raise usage_error("--key fires one token; a bulk fire takes none")
         payload = parse_json_object("PAYLOAD_JSON", payload_json)
         with control_plane(url, actor) as client:
             run_where(client, "fire", where, reason, event, payload)
@@ -269,7 +270,7 @@ def show_command(token_id: str | None, graph: bool, url: str | None) -> None:
     most recently moved first.
     """
     if token_id is not None and graph:
-        raise ArgumentError("give a token ID or --graph, not both")
+        raise usage_error("give a token ID or --graph, not both")
     with control_plane(url) as client:
         if graph:
             _show_graph(client)

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from stateous.cli.params import IsoTime
 from stateous.client import Client
 from stateous.model.environment import environment
 from stateous.model.errors import StateousError
@@ -88,9 +89,9 @@ def where_options(func: Callable[..., None]) -> Callable[..., None]:
                      help="With --where: tokens in this state (repeatable)."),
         click.option("--prefix", "prefix", metavar="P", default=None,
                      help="With --where: token ids that start with P."),
-        click.option("--before", "before", metavar="TIME", default=None,
+        click.option("--before", "before", metavar="TIME", type=IsoTime(), default=None,
                      help="With --where: tokens that entered their state before TIME (ISO 8601)."),
-        click.option("--after", "after", metavar="TIME", default=None,
+        click.option("--after", "after", metavar="TIME", type=IsoTime(), default=None,
                      help="With --where: tokens that entered their state after TIME (ISO 8601)."),
         click.option("--context", "context", metavar="KEY=JSON", multiple=True,
                      help="With --where: tokens whose context KEY equals the JSON value (repeatable)."),
@@ -110,13 +111,21 @@ def where_of(values: dict[str, Any]) -> Where:
 
 
 def check_where(where: Where, token_id: str | None) -> None:
-    """A token ID or `--where`, not both; the selection flags only with `--where`."""
+    """A token ID or `--where`, not both; the selection flags only with `--where`.
+
+    Each mistake is one of the command line itself: click's usage line and exit 2 (spec 50 §1.3).
+    """
     if where.where and token_id is not None:
-        raise SelectionError("give a token ID or --where, not both")
+        raise usage_error("give a token ID or --where, not both")
     if not where.where and where.given:
-        raise SelectionError("the selection flags (--status, --state, ...) need --where")
+        raise usage_error("the selection flags (--status, --state, ...) need --where")
     if not where.where and token_id is None:
-        raise SelectionError("give a token ID, or --where and the flags that select tokens")
+        raise usage_error("give a token ID, or --where and the flags that select tokens")
+
+
+def usage_error(message: str) -> click.UsageError:
+    """A mistake in the current command's line: shown with its usage line, exit 2."""
+    return click.UsageError(message, ctx=click.get_current_context())
 
 
 def selection(where: Where) -> dict[str, Any]:

@@ -166,6 +166,24 @@ def test_who_acts(fresh: ServeProcess) -> None:
             "the selection flags (--status, --state, ...) need --where",
         ),
         (
+            ("token", "cancel", "--where", "--before", "yesterday"),
+            "Invalid value for '--before': 'yesterday' is not an ISO 8601 time, such as "
+            "2026-10-16T20:48:44Z",
+        ),
+    ],
+)
+def test_usage_mistakes(unchanged: ServeProcess, args: tuple[str, ...], sentence: str) -> None:
+    """A mistake in the command line: click's usage line and exit 2, nothing asked."""
+    code, out, err = run(*args, url=unchanged.url)
+    assert (code, out) == (2, [])
+    assert err.startswith("Usage: stateous token cancel [OPTIONS] [ID]\n"), err
+    assert err.endswith(f"\nError: {sentence}\n"), err
+
+
+@pytest.mark.parametrize(
+    ("args", "sentence"),
+    [
+        (
             ("token", "cancel", "--where", "--context", "repo=acme"),
             "--context repo: 'acme' is not JSON; a text is written in quotes, such as "
             "repo='\"acme\"'",

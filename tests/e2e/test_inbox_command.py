@@ -69,10 +69,11 @@ def test_the_inbox_as_a_table_then_empty(tmp_path: Path) -> None:
 
 def test_refusals_are_one_sentence(tmp_path: Path) -> None:
     with serving(tmp_path) as served:
-        assert stateous("inbox", "--limit", "0", url=served.url) == (
-            1,
-            "",
-            "error: --limit is a whole number from 1 to 1000\n",
+        code, out, err = stateous("inbox", "--limit", "0", url=served.url)
+        assert (code, out) == (2, "")
+        assert err.startswith("Usage: stateous inbox ")
+        assert err.endswith(
+            "\nError: Invalid value for '--limit': 0 is not a whole number from 1 to 1000\n"
         )
         code, out, err = stateous("inbox", "--state", "s" * 130, url=served.url)
         assert (code, out) == (1, "")

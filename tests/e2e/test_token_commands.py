@@ -254,7 +254,6 @@ def test_an_unreachable_control_plane() -> None:
 @pytest.mark.parametrize(
     ("args", "stderr"),
     [
-        (("token", "show", "T-1", "--graph"), "error: give a token ID or --graph, not both\n"),
         (
             ("token", "start", "T-1", "[1]"),
             """error: CONTEXT_JSON must be a JSON object, such as '{"repo": "acme/api"}'\n""",

@@ -67,7 +67,6 @@ def test_the_url_comes_from_the_option_then_the_environment(
 @pytest.mark.parametrize(
     ("argv", "stderr"),
     [
-        (["token", "show", "T-1", "--graph"], "error: give a token ID or --graph, not both\n"),
         (
             ["token", "start", "T-1", "[1]", "--url", "http://[::1"],
             """error: CONTEXT_JSON must be a JSON object, such as '{"repo": "acme/api"}'\n""",

@@ -1,0 +1,53 @@
+"""Click parameter types whose refusals say, in plain words, what the flag takes (exit 2)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import click
+
+
+class WholeNumber(click.ParamType[int]):
+    """A whole number from `low` (to `high` when given): `bulk show JOB`, `inbox --limit N`.
+
+    click's IntRange answers `'abc' is not a valid integer range.`, which names no range."""
+
+    name = "whole number"
+
+    def __init__(self, low: int, high: int | None = None) -> None:
+        self.low, self.high = low, high
+
+    def _wanted(self) -> str:
+        if self.high is None:
+            return f"a whole number, {self.low} or more"
+        return f"a whole number from {self.low} to {self.high}"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            try:
+                number = int(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r} is not {self._wanted()}", param, ctx)
+        if number < self.low or (self.high is not None and number > self.high):
+            self.fail(f"{number} is not {self._wanted()}", param, ctx)
+        return number
+
+
+class IsoTime(click.ParamType[str]):
+    """An ISO 8601 time, checked as the control plane checks it and passed on as typed."""
+
+    name = "ISO 8601 time"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> str:
+        text = str(value)
+        try:
+            datetime.fromisoformat(text)
+        except ValueError:
+            self.fail(f"{text!r} is not an ISO 8601 time, such as 2026-10-16T20:48:44Z", param, ctx)
+        return text
