@@ -10,7 +10,8 @@ from typing import Any
 import click
 
 from stateous.cli.params import WholeNumber
-from stateous.cli.token import control_plane, url_option, wrong_shape
+from stateous.cli.token import ArgumentError, control_plane, url_option, wrong_shape
+from stateous.client import Client
 from stateous.model.history import display_state, local_datetime
 
 EMPTY = "the inbox is empty: no token waits for a person"
@@ -59,6 +60,21 @@ def print_table(rows: Sequence[tuple[str, ...]]) -> None:
     Console(file=sys.stdout, highlight=False, width=None if wide else PIPE_WIDTH).print(table)
 
 
+def workflow_states(doc: Mapping[str, Any]) -> set[str]:
+    """The states of a graph document: its workflow's and those of its child workflows."""
+    bodies = [doc, *dict(doc.get("workflows") or {}).values()]
+    return {
+        str(name) for body in bodies if isinstance(body, dict) for name in body.get("states") or {}
+    }
+
+
+def check_state(client: Client, state: str) -> None:
+    """Refuse a `--state` that names no state, as the bulk filter does; asked only when the inbox
+    came back empty, so a listing costs no second request."""
+    if state not in workflow_states(client.workflow()):
+        raise ArgumentError(f"--state names {state!r}, which is not a state of the workflow")
+
+
 @click.command("inbox")
 @click.option("--state", "state", metavar="STATE", default=None, help="Only this state's tasks.")
 @click.option(
@@ -81,6 +97,8 @@ def inbox_command(state: str | None, limit: int | None, url: str | None) -> None
         entries = client.inbox(state=state, limit=limit)
         if not all(isinstance(e, dict) for e in entries):
             raise wrong_shape(client.url)
+        if not entries and state is not None:
+            check_state(client, state)
     if not entries:
         click.echo(EMPTY)
         return

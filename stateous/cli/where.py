@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from stateous.cli.params import IsoTime
-from stateous.client import Client
+from stateous.client import Client, Refused
 from stateous.model.environment import environment
 from stateous.model.errors import StateousError
 from stateous.model.history import by_suffix, local_datetime
@@ -159,6 +159,22 @@ def _context_pair(text: str) -> tuple[str, Any]:
         ) from None
 
 
+# The parts of the API's filter, by the flag that gives each one.
+FLAGS = {"status": "--status", "state": "--state", "prefix": "--prefix",
+         "entered_before": "--before", "entered_after": "--after", "context": "--context"}  # fmt: skip
+
+
+def in_flags(refused: Refused) -> Exception:
+    """The control plane's refusal of a selection, naming the flags the user typed (`--before`,
+    not the API's `entered_before`); any other refusal as it is."""
+    if refused.code != "invalid_body":
+        return refused
+    sentence = str(refused)
+    for part, flag in FLAGS.items():
+        sentence = sentence.replace(f"the filter's {part!r}", flag)
+    return StateousError(sentence, code=refused.code)
+
+
 # ---------------------------------------------------------------- a bulk run
 
 
@@ -183,7 +199,10 @@ def run_where(
 ) -> None:
     """Count, confirm, start the job and follow it (spec 80 §2)."""
     found = selection(where)
-    preview = client.bulk(action, found, event=event, payload=payload, dry_run=True)
+    try:
+        preview = client.bulk(action, found, event=event, payload=payload, dry_run=True)
+    except Refused as exc:
+        raise in_flags(exc) from None
     matched = int(preview.get("matched", 0))
     click.echo(count_line(matched, [str(t) for t in preview.get("tokens", [])]))
     if where.dry_run or matched == 0:

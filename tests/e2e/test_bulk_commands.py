@@ -196,3 +196,21 @@ def test_usage_mistakes(unchanged: ServeProcess, args: tuple[str, ...], sentence
 )
 def test_selection_mistakes(unchanged: ServeProcess, args: tuple[str, ...], sentence: str) -> None:
     assert run(*args, url=unchanged.url) == (1, [], f"error: {sentence}\n")
+
+
+@pytest.mark.parametrize(
+    ("flag", "sentence"),
+    [
+        ("--state", "--state names 'nope', which is not a state of the workflow"),
+        ("--status", "--status names 'nope', which is not a token status"),
+    ],
+)
+def test_a_selection_the_control_plane_refuses_names_the_flag(
+    unchanged: ServeProcess, flag: str, sentence: str
+) -> None:
+    url = unchanged.url
+    assert run("token", "pause", "--where", flag, "nope", "--dry-run", url=url) == (
+        1,
+        [],
+        f"error: the control plane at {url} refused (422): {sentence}\n",
+    )

@@ -81,3 +81,18 @@ def test_refusals_are_one_sentence(tmp_path: Path) -> None:
             f"error: the control plane at {served.url} refused (422): "
             "'state' is a text of 1 to 129 characters\n"
         )
+
+
+def test_a_state_the_workflow_does_not_have(tmp_path: Path) -> None:
+    """Refused as the bulk filter refuses it, not shown as an empty inbox."""
+    with serving(tmp_path) as served:
+        assert stateous("inbox", "--state", "nope", url=served.url) == (
+            1,
+            "",
+            "error: --state names 'nope', which is not a state of the workflow\n",
+        )
+        assert stateous("inbox", "--state", "testing", url=served.url) == (
+            0,
+            "the inbox is empty: no token waits for a person\n",
+            "",
+        )
