@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from stateous.cli.params import Seconds
 from stateous.client.errors import ClientError
 from stateous.client.url import DEFAULT_URL, check_urls
 from stateous.model.environment import environment
@@ -42,7 +43,7 @@ def resolve_console_url(option: str | None, last_used: str | None) -> str:
     metavar="SECONDS",
     default=1.0,
     show_default=True,
-    type=click.FloatRange(0.2, 60),
+    type=Seconds(0.2, 60),
     help="How often the views poll: 0.2 to 60.",
 )
 def console_command(url: str | None, supervisors: tuple[str, ...], refresh: float) -> None:

@@ -22,6 +22,7 @@ from typing import IO
 
 import click
 
+from stateous.cli.params import WholeNumber
 from stateous.client import Client, ClientError
 from stateous.model.errors import StateousError
 from stateous.model.history import CHILDREN_LIMIT, Line, show_lines
@@ -340,7 +341,7 @@ def _start_tokens(url: str, count: int) -> list[str]:
 @click.option(
     "--tokens",
     "count",
-    type=click.IntRange(1, 100),
+    type=WholeNumber(1, 100),
     default=3,
     show_default=True,
     metavar="N",

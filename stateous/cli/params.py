@@ -51,3 +51,24 @@ class IsoTime(click.ParamType[str]):
         except ValueError:
             self.fail(f"{text!r} is not an ISO 8601 time, such as 2026-10-16T20:48:44Z", param, ctx)
         return text
+
+
+class Seconds(click.ParamType[float]):
+    """A number of seconds from `low` to `high`: `console --refresh SECONDS`."""
+
+    name = "seconds"
+
+    def __init__(self, low: float, high: float) -> None:
+        self.low, self.high = low, high
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        wanted = f"a number of seconds from {self.low:g} to {self.high:g}"
+        try:
+            number = float(value) if isinstance(value, int | float) else float(str(value).strip())
+        except ValueError:
+            self.fail(f"{value!r} is not {wanted}", param, ctx)
+        if not self.low <= number <= self.high:  # also refuses nan
+            self.fail(f"{value!r} is not {wanted}", param, ctx)
+        return number

@@ -10,7 +10,7 @@ import click
 import pytest
 
 from stateous.cli.main import cli, main
-from stateous.cli.params import IsoTime, WholeNumber
+from stateous.cli.params import IsoTime, Seconds, WholeNumber
 
 # Commands that do their work with no argument at all: their missing value is an option's.
 RUN_WITHOUT_ARGUMENTS = {"token show"}
@@ -62,6 +62,8 @@ def bad_value(param: click.Parameter) -> str | None:
         click.FLOAT,
     ):
         return "abc"
+    if isinstance(kind, Seconds):
+        return "soon"
     if isinstance(kind, IsoTime):
         return "yesterday"
     if isinstance(kind, click.Path) and kind.exists:
@@ -104,6 +106,8 @@ def test_a_bad_option_value(name: str, capsys: pytest.CaptureFixture[str]) -> No
         # Given first, so it is checked first: the refusal names this option.
         last = assert_usage_error(name, [*path, option.opts[0], bad], capsys)
         assert last.startswith(f"Error: Invalid value for '{option.opts[0]}': {bad!r} "), last
+        # It says what the flag takes, not click's "is not a valid integer range."
+        assert "is not a valid" not in last, last
     last = assert_usage_error(name, [*path, "--no-such-option"], capsys)
     assert last == "Error: No such option '--no-such-option'.", last
 
@@ -169,3 +173,11 @@ def test_a_whole_number_in_its_range() -> None:
     assert WholeNumber(1).convert(7, None, None) == 7
     with pytest.raises(click.BadParameter, match=r"^True is not a whole number, 1 or more$"):
         WholeNumber(1).convert(True, None, None)
+
+
+def test_seconds_in_their_range() -> None:
+    assert Seconds(0.2, 60).convert("0.2", None, None) == 0.2
+    assert Seconds(0.2, 60).convert(60, None, None) == 60.0
+    for bad in ("nan", "0.1", "61", "soon"):
+        with pytest.raises(click.BadParameter, match=r"is not a number of seconds from 0.2 to 60$"):
+            Seconds(0.2, 60).convert(bad, None, None)
