@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
+from stateous.cli.listing import DEFAULT, MOST, aligned, cut_line, more_than
 from stateous.cli.params import WholeNumber
-from stateous.cli.token import control_plane, url_option
-from stateous.cli.where import job_line, show_lines
+from stateous.cli.token import control_plane, url_option, wrong_shape
+from stateous.cli.where import handled, show_lines
+from stateous.client import Client
+from stateous.model.history import by_suffix, local_datetime
 
 
 @click.group(
@@ -19,16 +24,60 @@ def bulk_group() -> None:
     """Bulk jobs: list them, show one, stop one (start them with `token ... --where`)."""
 
 
+JOB_COLUMNS = ("job", "action", "status", "progress", "created", "by")
+
+
+def job_row(job: dict[str, Any]) -> list[str]:
+    """One job of `bulk list`: progress is the tokens handled (done or skipped) of those matched."""
+    return [
+        str(job["job"]),
+        str(job["action"]),
+        str(job["status"]),
+        f"{handled(job):,}/{int(job['matched']):,}",
+        local_datetime(job.get("created_at")),
+        by_suffix(job.get("by")).strip(" []") or "-",
+    ]
+
+
+def _more_jobs(client: Client, page: int, shown: int) -> tuple[int, bool]:
+    """How many jobs beyond the `shown` (0: none), and whether that is only the least there is.
+
+    `GET /bulk` tells no total: a cut page's jobs are counted by listing as many as it gives."""
+    listed: list[int] = []
+
+    def count() -> int:
+        listed.append(len(client.bulk_jobs(limit=MOST)))
+        return listed[0]
+
+    more = more_than(page, shown, count)
+    return more, bool(listed) and listed[0] >= MOST
+
+
 @bulk_group.command("list")
+@click.option(
+    "--limit",
+    "limit",
+    metavar="N",
+    type=WholeNumber(1, MOST),
+    default=None,
+    help="At most N jobs (1 to 1000; default 100).",
+)
 @url_option
-def list_command(url: str | None) -> None:
+def list_command(limit: int | None, url: str | None) -> None:
     """The bulk jobs, newest first: id, action, status, progress, when, who."""
+    shown = limit or DEFAULT
     with control_plane(url) as client:
-        jobs = client.bulk_jobs()
+        jobs = client.bulk_jobs(limit=limit)
+        if not all(isinstance(job, dict) for job in jobs):
+            raise wrong_shape(client.url)
+        more, at_least = _more_jobs(client, len(jobs), shown)
     if not jobs:
         click.echo("no bulk jobs")
-    for job in jobs:
-        click.echo(job_line(job))
+        return
+    for line in aligned(JOB_COLUMNS, [job_row(job) for job in jobs]):
+        click.echo(line)
+    if more:
+        click.echo(cut_line(more, shown, at_least=at_least))
 
 
 @bulk_group.command("show")

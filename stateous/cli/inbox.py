@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from stateous.cli.listing import DEFAULT, cut_line, more_than
 from stateous.cli.params import WholeNumber
 from stateous.cli.token import ArgumentError, control_plane, url_option, wrong_shape
 from stateous.client import Client
@@ -60,6 +61,15 @@ def print_table(rows: Sequence[tuple[str, ...]]) -> None:
     Console(file=sys.stdout, highlight=False, width=None if wide else PIPE_WIDTH).print(table)
 
 
+def waiting_count(stats: Mapping[str, Any], state: str | None) -> int:
+    """The waiting tasks `GET /stats` counts: of `state`, or of every state."""
+    states = stats.get("states")
+    if not isinstance(states, dict):
+        return 0
+    chosen = [states.get(state)] if state is not None else list(states.values())
+    return sum(int(counts.get("waiting") or 0) for counts in chosen if isinstance(counts, dict))
+
+
 def workflow_states(doc: Mapping[str, Any]) -> set[str]:
     """The states of a graph document: its workflow's and those of its child workflows."""
     bodies = [doc, *dict(doc.get("workflows") or {}).values()]
@@ -93,14 +103,18 @@ def inbox_command(state: str | None, limit: int | None, url: str | None) -> None
     question its routine asked (its last note) and the events its state takes. Answer one with
     `stateous token fire`. Times are shown in this computer's time zone.
     """
+    shown = limit or DEFAULT
     with control_plane(url) as client:
         entries = client.inbox(state=state, limit=limit)
         if not all(isinstance(e, dict) for e in entries):
             raise wrong_shape(client.url)
+        more = more_than(len(entries), shown, lambda: waiting_count(client.stats(), state))
         if not entries and state is not None:
             check_state(client, state)
     if not entries:
         click.echo(EMPTY)
         return
     print_table([row_of(e) for e in entries])
+    if more:
+        click.echo(cut_line(more, shown))
     click.echo(ANSWER)

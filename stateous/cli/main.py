@@ -44,6 +44,7 @@ CONTEXT_SETTINGS = {"help_option_names": ["--help"], "max_content_width": 100}
         "token": "stateous.cli.token:token_group",
         "bulk": "stateous.cli.bulk:bulk_group",
         "inbox": "stateous.cli.inbox:inbox_command",
+        "stats": "stateous.cli.stats:stats_command",
         "console": "stateous.cli.console:console_command",
         "demo": "stateous.cli.demo:demo_command",
     },

@@ -11,6 +11,8 @@ from typing import Any
 
 import click
 
+from stateous.cli.listing import DEFAULT, MOST, cut_line, more_than
+from stateous.cli.params import WholeNumber
 from stateous.cli.where import (
     by_options,
     check_where,
@@ -26,6 +28,7 @@ from stateous.model.environment import environment
 from stateous.model.errors import StateousError
 from stateous.model.history import (
     CHILDREN_LIMIT,
+    STYLE_QUIET,
     Line,
     duplicate_line,
     listing_lines,
@@ -261,23 +264,50 @@ def fire_command(
 @token_group.command("show")
 @click.argument("token_id", metavar="[ID]", required=False)
 @click.option("--graph", is_flag=True, help="Print the workflow as a Mermaid diagram.")
+@click.option(
+    "--limit",
+    "limit",
+    metavar="N",
+    type=WholeNumber(1, MOST),
+    default=None,
+    help="With no ID: list at most N tokens (1 to 1000; default 100).",
+)
 @url_option
-def show_command(token_id: str | None, graph: bool, url: str | None) -> None:
+def show_command(token_id: str | None, graph: bool, limit: int | None, url: str | None) -> None:
     """\b
     Show a token, its children and its history. With no ID, list the tokens. With --graph, draw the workflow.
 
-    Times are shown in this computer's time zone. The listing shows at most 100 tokens, the
-    most recently moved first.
+    Times are shown in this computer's time zone. The listing shows at most 100 tokens (--limit),
+    the most recently moved first, and says how many more there are.
     """
     if token_id is not None and graph:
         raise usage_error("give a token ID or --graph, not both")
+    if limit is not None and (token_id is not None or graph):
+        raise usage_error("--limit is for the listing: give no ID and no --graph")
     with control_plane(url) as client:
         if graph:
             _show_graph(client)
         elif token_id is None:
-            echo_lines(listing_lines(_objects(client.tokens(), client.url)))
+            _show_listing(client, limit)
         else:
             _show_token(client, token_id)
+
+
+def _show_listing(client: Client, limit: int | None) -> None:
+    """The most recently moved tokens, then how many more there are when the page is cut."""
+    tokens = _objects(client.tokens(limit=limit), client.url)
+    shown = limit or DEFAULT
+    more = more_than(len(tokens), shown, lambda: _token_count(client))
+    cut = [Line(((cut_line(more, shown), STYLE_QUIET),))] if more else []
+    echo_lines([*listing_lines(tokens), *cut])
+
+
+def _token_count(client: Client) -> int:
+    """Every token, of every status (the listing has children too), as `GET /stats` counts."""
+    counts = client.stats().get("tokens")
+    if not isinstance(counts, dict):
+        raise wrong_shape(client.url)
+    return sum(n for n in counts.values() if isinstance(n, int))
 
 
 def _show_token(client: Client, token_id: str) -> None:

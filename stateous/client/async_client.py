@@ -202,6 +202,10 @@ class AsyncClient(BaseClient):
         """As `Client.supervisors`."""
         return await self._list(routes.supervisors())
 
+    async def stats(self) -> dict[str, Any]:
+        """As `Client.stats`."""
+        return await self._object(routes.stats())
+
     async def workflow(self) -> dict[str, Any]:
         """As `Client.workflow`."""
         return await self._object(routes.workflow())

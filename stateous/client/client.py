@@ -210,6 +210,11 @@ class Client(BaseClient):
         """The supervisors seen lately with their `status`: live, stale or gone (spec 80 §5)."""
         return self._list(routes.supervisors())
 
+    def stats(self) -> dict[str, Any]:
+        """Tokens by status and live work by state (spec 70 §1): `{tokens: {status: n},
+        states: {state: {active, paused, queued, claimed, waiting, supervisors}}, …}`."""
+        return self._object(routes.stats())
+
     def workflow(self) -> dict[str, Any]:
         """The graph document the control plane serves."""
         return self._object(routes.workflow())

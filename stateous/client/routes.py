@@ -113,5 +113,9 @@ def supervisors() -> Request:
     return Request("GET", "/supervisors")
 
 
+def stats() -> Request:
+    return Request("GET", "/stats")
+
+
 def workflow() -> Request:
     return Request("GET", "/workflow")

@@ -96,9 +96,10 @@ def test_yes_runs_the_job_and_the_history_says_who(fresh: ServeProcess) -> None:
     assert lines[-1] == "#7  cancelled [alice, cli, bulk 1: contract ended]"
     assert ok("token", "show", "O-1", url=url)[0] == "O-1: coding, active"
     code, listed, _ = run("bulk", "list", url=url)
-    assert code == 0 and len(listed) == 1
-    assert listed[0].startswith("1  cancel  finished  3/3  ")
-    assert listed[0].endswith(" [alice, cli: contract ended]")
+    assert code == 0 and len(listed) == 2
+    assert listed[0] == "job  action  status    progress  created              by"
+    assert listed[1].startswith("1    cancel  finished  3/3       ")
+    assert listed[1].endswith("  alice, cli: contract ended")
     code, shown, _ = run("bulk", "show", "1", url=url)
     assert (code, shown[:3]) == (0, [
         "job 1: cancel, finished [alice, cli: contract ended]",

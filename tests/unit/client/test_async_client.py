@@ -39,6 +39,7 @@ CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any], Any]] = [
     ("report", (7, "passed", {"passed": 12, "failed": 0}), {"attempt": 1}, TOKEN),
     ("inbox", (), {"state": "review", "limit": 3}, []),
     ("supervisors", (), {}, []),
+    ("stats", (), {}, {"tokens": {"active": 1}, "states": {}}),
     ("workflow", (), {}, {"workflow": "orders"}),
 ]
 
