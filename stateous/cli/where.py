@@ -278,15 +278,6 @@ def summary_line(job: dict[str, Any]) -> str:
     return f"job {job['job']} {job['status']}: {int(job['done']):,} done, {skipped_text(job)}"
 
 
-def job_line(job: dict[str, Any]) -> str:
-    """One job in `bulk list`."""
-    progress = f"{handled(job):,}/{int(job['matched']):,}"
-    created = local_datetime(job.get("created_at"))
-    return f"{job['job']}  {job['action']}  {job['status']}  {progress}  {created}" + by_suffix(
-        job.get("by")
-    )
-
-
 def show_lines(job: dict[str, Any]) -> list[str]:
     """`bulk show JOB`."""
     event = f" {job['event']}" if job.get("event") else ""
