@@ -263,7 +263,9 @@ def start_supervise(supervisor: Path, url: str, tasks: int) -> Process:
     """`stateous supervise FOLDER` (its own timings); waits for its `serves` line."""
     configure(supervisor, url, tasks)
     log = supervisor.parent / f"{supervisor.name}.log"
-    running = start_supervise_process(supervisor, env=QUIET, new_session=True, log=log, fast=False)
+    running = start_supervise_process(
+        supervisor, env=QUIET, new_session=True, log=log, fast=False, log_level=None
+    )
     try:
         running.wait_for(" serves ", timeout=60)
     except AssertionError:

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
+from stateous.supervisor.remote import Answer
 from stateous.supervisor.shared import Shared, wait_for
 
 __all__ = ["ClaimLoop"]
@@ -54,9 +55,7 @@ class ClaimLoop:
             waited = "wait" in body
             sent = time.monotonic()
             try:
-                answer = await shared.persist(
-                    partial(shared.remote.call, "POST", "/tasks/claim", body)
-                )
+                answer = await self._claim(body)
             except Exception:
                 log.exception("a claim failed")
                 await shared.idle()
@@ -83,6 +82,34 @@ class ClaimLoop:
                     # Fewer than asked: the queue is empty, so the next claim would only wait
                     # on the control plane. The routines just started come first.
                     await self._reports_first(tasks)
+
+    async def _claim(self, body: dict[str, Any]) -> Answer | None:
+        """The answer of one claim; None when a stop began and it got none.
+
+        A long-poll claim in flight when a stop begins is cut, so that an idle supervisor stops
+        at once instead of at the end of the wait (issue 30): its connection closes, and the
+        control plane ends a wait whose caller hung up without granting anything. It may have
+        granted just before: the same request id is sent again, for no state, which answers
+        only what that claim was granted (spec 20, a repeated request id), and that runs as any
+        grant at a graceful stop does.
+        """
+        shared = self.shared
+        claim = asyncio.ensure_future(self._post(body))
+        if "wait" not in body:
+            return await claim
+        stop = asyncio.ensure_future(shared.stop_event.wait())
+        await asyncio.wait({claim, stop}, return_when=asyncio.FIRST_COMPLETED)
+        stop.cancel()
+        if not claim.done():
+            claim.cancel()
+            await asyncio.wait({claim})
+        if not claim.cancelled():
+            return claim.result()
+        return await self._post({**body, "states": [], "wait": 0})
+
+    async def _post(self, body: dict[str, Any]) -> Answer | None:
+        shared = self.shared
+        return await shared.persist(partial(shared.remote.call, "POST", "/tasks/claim", body))
 
     def _body(self, request: str) -> dict[str, Any]:
         """A claim: `max` is the free slots, `wait` the long-poll, unless refused before."""

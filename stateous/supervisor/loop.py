@@ -4,8 +4,8 @@ One asyncio loop runs the heartbeat loop (`heartbeats`), the beat (`beat`), the 
 (`claims`), one task per grant (`runner`: an `async def` routine directly, a `def` routine in a
 daemon thread of its own) and one sender for every grant (`sender`), which delivers each grant's
 notes and memory writes in order, before its report, several at once when they are ready
-together. Start-up is in `startup`, `.stateous/status.json` in `status`, the shared state and
-the retry policy in `shared`.
+together, and the line a minute (`tally`). Start-up is in `startup`, `.stateous/status.json` in
+`status`, the shared state and the retry policy in `shared`.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from stateous.supervisor.sender import Sender
 from stateous.supervisor.shared import Shared, Timings
 from stateous.supervisor.startup import StartError, start
 from stateous.supervisor.status import status_loop, write_status
+from stateous.supervisor.tally import tally_loop
 
 __all__ = ["StartError", "Supervisor", "Timings", "embedded", "supervise_folder"]
 
@@ -103,6 +104,7 @@ class Supervisor(Shared):
         status = asyncio.create_task(status_loop(self))
         sender = asyncio.create_task(self.sender.run())
         beats = asyncio.create_task(self.beats.run())
+        tally = asyncio.create_task(tally_loop(self.tally, self.timings.tally))
         write_status(self)
         try:
             await asyncio.create_task(self._claim_loop())
@@ -121,6 +123,7 @@ class Supervisor(Shared):
             status.cancel()
             sender.cancel()
             beats.cancel()
+            tally.cancel()
             write_status(self)
             await self.remote.aclose()
 

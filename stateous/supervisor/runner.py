@@ -74,7 +74,8 @@ class GrantRunner:
         except ValueError as exc:
             log.warning("the control plane refused a claim: the claimed task is not valid: %s", exc)
             return
-        log.info(
+        # Per task, so at DEBUG: the tally's line a minute says it at INFO.
+        log.debug(
             "task %s: %s of %s, attempt %s", grant.task, grant.state, grant.token, grant.attempt
         )
         if shared.forced:

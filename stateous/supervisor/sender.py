@@ -216,6 +216,7 @@ class Sender:
             if message.kind != "report":
                 return ""
             outcome = message.body.get("kind")
+            self.shared.tally.count(failed=outcome == "failed")
             shown = message.body.get("event") if outcome == "event" else outcome
             return f"task {message.task} of {message.token}: reported {shown}"
         log.warning(
@@ -309,7 +310,7 @@ class Sender:
             return
         for line in lines:
             if line:
-                log.info("%s", line)
+                log.debug("%s", line)  # per task: the tally's line a minute says it at INFO
 
     async def _refused_report(self, message: Message, answer: Answer) -> bool:
         """A refused report, as the table of §4.7 says."""

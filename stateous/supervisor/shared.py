@@ -16,6 +16,7 @@ from stateous.supervisor.folder import Registry, Settings
 from stateous.supervisor.grant import Grant
 from stateous.supervisor.outbox import Message, Outbox
 from stateous.supervisor.remote import Answer, NoAnswer, Remote
+from stateous.supervisor.tally import EVERY, Tally
 from stateous.supervisor.threads import RoutineThreads
 
 __all__ = ["Shared", "Timings", "wait_for"]
@@ -27,14 +28,15 @@ _DELAYS = (1, 2, 4, 8, 16, 30)
 
 @dataclass(frozen=True)
 class Timings:
-    """The supervisor's timings in seconds: the spec's defaults, which tests shorten (each is
-    described by its `STATEOUS_SUPERVISOR_*` variable in stateous.model.environment)."""
+    """The supervisor's timings in seconds: the spec's defaults, which tests shorten (each but
+    `tally` is described by its `STATEOUS_SUPERVISOR_*` variable in stateous.model.environment)."""
 
     heartbeat: float = DEFAULTS.supervisor_heartbeat
     idle: float = DEFAULTS.supervisor_idle
     max_retry: float = DEFAULTS.supervisor_max_retry
     wait: float = DEFAULTS.supervisor_wait  # 0: claims without a long-poll
     beat: float = DEFAULTS.supervisor_beat
+    tally: float = EVERY  # between two lines of the tally (no variable: tests pass it)
 
     @classmethod
     def from_env(cls) -> Timings:
@@ -80,6 +82,7 @@ class Shared:
         self.long_poll = self.timings.wait > 0
         self.registry = Registry({})
         self.threads = RoutineThreads()  # where `def` routines run
+        self.tally = Tally()  # the tasks reported since the last line a minute
         self.grants: dict[int, Grant] = {}
         self.stopping = False
         self.forced = False
@@ -131,7 +134,9 @@ class Shared:
             grant.drained.set()
 
     async def idle(self) -> None:
-        """Wait a second, or less when a routine ends or a stop arrives."""
+        """Wait a second, or less when a routine ends or a stop arrives (none once it has)."""
+        if self.stopping:
+            return  # the stop's `wake` may be cleared below: it would wait the second out
         self.wake.clear()
         await wait_for(self.wake, self.timings.idle)
 

@@ -370,13 +370,17 @@ def start_supervise(
     new_session: bool = False,
     log: Path | None = None,
     fast: bool = True,
+    log_level: str | None = "debug",
 ) -> Supervise:
     """Start `stateous supervise FOLDER` in the folder's parent (in a session of its own with
     `new_session`, as one started from a terminal is), with SUPERVISE_FAST's timings unless
-    `fast` is false, and `env` over them. The checkout is on PYTHONPATH."""
+    `fast` is false, and `env` over them. The checkout is on PYTHONPATH. `--log-level` is
+    `log_level`: debug unless given, so the tests read the lines of each task (None: the
+    command's own default, info)."""
     timings = SUPERVISE_FAST if fast else {}
+    level = () if log_level is None else ("--log-level", log_level)
     process = start_piped(
-        stateous_argv("supervise", str(folder)),
+        stateous_argv("supervise", str(folder), *level),
         env={"PYTHONPATH": str(ROOT), **timings, **(env or {})},
         cwd=folder.parent,
         stdout=subprocess.DEVNULL,

@@ -229,17 +229,18 @@ async def test_ready_messages_of_every_grant_go_in_one_request_in_order(
 
     plane = Plane(plane_answer)
     sup = supervisor(tmp_path, outbox, plane)
-    with caplog.at_level(logging.INFO, logger="stateous.supervisor"):
+    with caplog.at_level(logging.DEBUG, logger="stateous.supervisor"):
         assert await send_settled(sup.sender, messages_of(outbox)) == set()
     await sup.remote.aclose()
     assert plane.requests == [
         ("POST", "/tasks/messages", {"supervisor": "box-1", "messages": BATCH})
     ]
     assert outbox.pending() == []
-    assert [r.getMessage() for r in caplog.records] == [
-        "task 2 of O-2: reported waiting",
-        "task 1 of O-1: reported submitted",
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.DEBUG, "task 2 of O-2: reported waiting"),
+        (logging.DEBUG, "task 1 of O-1: reported submitted"),
     ]
+    assert sup.tally.take() == "ran 2 tasks (2 done, 0 failed) in the last minute"
 
 
 async def test_a_refused_message_in_the_middle_leaves_alone_and_the_rest_are_applied(
@@ -254,7 +255,7 @@ async def test_a_refused_message_in_the_middle_leaves_alone_and_the_rest_are_app
 
     plane = Plane(plane_answer)
     sup = supervisor(tmp_path, outbox, plane)
-    with caplog.at_level(logging.INFO, logger="stateous.supervisor"):
+    with caplog.at_level(logging.DEBUG, logger="stateous.supervisor"):
         assert await send_settled(sup.sender, messages_of(outbox)) == set()
     await sup.remote.aclose()
     assert plane.paths() == ["/tasks/messages"]
@@ -433,7 +434,7 @@ async def test_a_report_refused_in_a_batch_is_followed_by_its_failure_report(
 
     plane = Plane(plane_answer)
     sup = supervisor(tmp_path, outbox, plane)
-    with caplog.at_level(logging.INFO, logger="stateous.supervisor"):
+    with caplog.at_level(logging.DEBUG, logger="stateous.supervisor"):
         assert await send_settled(sup.sender, messages_of(outbox)) == set()
     await sup.remote.aclose()
     assert plane.paths() == ["/tasks/messages", "/tasks/1/report"]
@@ -453,3 +454,5 @@ async def test_a_report_refused_in_a_batch_is_followed_by_its_failure_report(
         "task 2 of O-2: reported waiting",
         "task 1 of O-1: reported failed",
     ]
+    # The refused report is not counted; the failure report that followed it is.
+    assert sup.tally.take() == "ran 2 tasks (1 done, 1 failed) in the last minute"

@@ -25,6 +25,10 @@ from stateous.supervisor.remote import Remote
 
 URL = "http://control.test"
 Handler = Callable[[dict[str, Any]], Awaitable[httpx.Response]]
+GRANT = {
+    "task": 7, "token": "O-1", "state": "draft", "visit": 1, "attempt": 1,
+    "context": {"title": "t"}, "memory": {}, "entered_by": {"name": "__started__"},
+}  # fmt: skip
 
 
 class Recorder:
@@ -85,14 +89,59 @@ async def test_claims_carry_the_wait_and_follow_each_other_after_a_full_wait(
     recorder = Recorder(held)
     sup = supervisor(tmp_path, outbox, recorder, Timings(idle=5.0, wait=0.2))
     await claim_for(sup, 0.9)
-    assert len(recorder.bodies) >= 3
-    assert all(body["wait"] == 0.2 for body in recorder.bodies)
-    assert all(
-        body["states"] == ["draft"] and body["supervisor"] == "box-1" for body in recorder.bodies
-    )
+    # The last claim was held at the stop: it was cut, and its request id sent again for no state.
+    *claims, collect = recorder.bodies
+    assert len(claims) >= 3
+    assert all(body["wait"] == 0.2 for body in claims)
+    assert all(body["states"] == ["draft"] and body["supervisor"] == "box-1" for body in claims)
+    assert collect == {**claims[-1], "states": [], "wait": 0}
     # After a claim that waited its time out, the next one goes at once (not after `idle`).
     assert max(recorder.gaps()) < 1.0
-    assert len({body["request"] for body in recorder.bodies}) == len(recorder.bodies)
+    assert len({body["request"] for body in claims}) == len(claims)
+
+
+async def test_a_stop_cuts_a_held_claim_and_runs_what_its_request_id_was_granted(
+    tmp_path: Path, outbox: Outbox
+) -> None:
+    async def granted_as_it_was_cut(body: dict[str, Any]) -> httpx.Response:
+        if body["states"]:
+            await asyncio.sleep(body["wait"])  # held: only the stop ends it
+            return httpx.Response(204)
+        return httpx.Response(200, json={"grants": [GRANT]})
+
+    recorder = Recorder(granted_as_it_was_cut)
+    sup = supervisor(tmp_path, outbox, recorder, Timings(idle=5.0, wait=10.0))
+    taken: list[object] = []
+    sup._take = taken.append  # type: ignore[method-assign,assignment]  # a recorder in its place
+    began = time.monotonic()
+    await claim_for(sup, 0.3)
+    assert time.monotonic() - began < 1.5  # not the 10 s of the held claim
+    first, collect = recorder.bodies
+    assert first == {
+        "supervisor": "box-1", "states": ["draft"], "request": first["request"], "wait": 10.0,
+        "max": 4,
+    }  # fmt: skip
+    assert collect == {**first, "states": [], "wait": 0}
+    assert taken == [GRANT]
+
+
+async def test_a_stop_does_not_cut_a_claim_without_wait(tmp_path: Path, outbox: Outbox) -> None:
+    async def old_and_slow(body: dict[str, Any]) -> httpx.Response:
+        if "wait" in body:
+            return httpx.Response(422, json={"error": "unknown field", "code": "invalid_body"})
+        await asyncio.sleep(0.6)  # a slow answer, not a held claim: it brings no task later
+        return httpx.Response(204)
+
+    recorder = Recorder(old_and_slow)
+    sup = supervisor(tmp_path, outbox, recorder, Timings(idle=0.05, wait=10.0))
+    began = time.monotonic()
+    await claim_for(sup, 0.3)
+    assert time.monotonic() - began >= 0.6  # the claim in flight got its answer
+    # The refusal, then a claim without `wait`, and no claim for no state after it.
+    assert [("wait" in body, body["states"]) for body in recorder.bodies] == [
+        (True, ["draft"]),
+        (False, ["draft"]),
+    ]
 
 
 async def test_a_control_plane_that_refuses_the_wait_gets_a_claim_each_idle_period(
@@ -134,10 +183,7 @@ async def test_a_control_plane_that_ignores_the_wait_is_not_claimed_in_a_busy_lo
 async def test_a_grant_after_a_wait_starts_at_once_and_the_next_claim_follows(
     tmp_path: Path, outbox: Outbox
 ) -> None:
-    grant = {
-        "task": 7, "token": "O-1", "state": "draft", "visit": 1, "attempt": 1,
-        "context": {"title": "t"}, "memory": {}, "entered_by": {"name": "__started__"},
-    }  # fmt: skip
+    grant = GRANT
     answers = iter([httpx.Response(200, json=grant)])
 
     async def once(body: dict[str, Any]) -> httpx.Response:
