@@ -40,6 +40,7 @@ class ClaimLoop:
         self.shared = shared
         self._leftovers = leftovers
         self._take = take
+        self._held: asyncio.Future[Answer | None] | None = None  # the long-poll claim in flight
 
     async def run(self) -> None:
         """Claim until a stop begins (or a claim waiting to retry gives up at a stop)."""
@@ -86,26 +87,31 @@ class ClaimLoop:
     async def _claim(self, body: dict[str, Any]) -> Answer | None:
         """The answer of one claim; None when a stop began and it got none.
 
-        A long-poll claim in flight when a stop begins is cut, so that an idle supervisor stops
-        at once instead of at the end of the wait (issue 30): its connection closes, and the
+        A long-poll claim is cut when a stop begins (`cut`), so that an idle supervisor stops at
+        once instead of at the end of the wait (issue 30): its connection closes, and the
         control plane ends a wait whose caller hung up without granting anything. It may have
         granted just before: the same request id is sent again, for no state, which answers
         only what that claim was granted (spec 20, a repeated request id), and that runs as any
         grant at a graceful stop does.
         """
-        shared = self.shared
-        claim = asyncio.ensure_future(self._post(body))
         if "wait" not in body:
-            return await claim
-        stop = asyncio.ensure_future(shared.stop_event.wait())
-        await asyncio.wait({claim, stop}, return_when=asyncio.FIRST_COMPLETED)
-        stop.cancel()
-        if not claim.done():
-            claim.cancel()
-            await asyncio.wait({claim})
-        if not claim.cancelled():
-            return claim.result()
+            return await self._post(body)
+        # A task of its own, so that `cut` can cancel it (one task a claim: no waiter each time).
+        held = self._held = asyncio.ensure_future(self._post(body))
+        try:
+            return await held
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not held.cancelled() or (task is not None and task.cancelling()):
+                raise  # not cut: this loop itself is cancelled
+        finally:
+            self._held = None
         return await self._post({**body, "states": [], "wait": 0})
+
+    def cut(self) -> None:
+        """A stop began: cut the long-poll claim in flight, if there is one (see `_claim`)."""
+        if self._held is not None:
+            self._held.cancel()
 
     async def _post(self, body: dict[str, Any]) -> Answer | None:
         shared = self.shared

@@ -92,6 +92,7 @@ class Supervisor(Shared):
             )
             self.stop_event.set()
             self.wake.set()
+            self.claims.cut()
         elif not self.forced:
             self.forced = True
             log.warning("stopping now: cancelling %s routine(s)", running)

@@ -69,12 +69,10 @@ def supervisor(tmp_path: Path, outbox: Outbox, recorder: Recorder, timings: Timi
 
 
 async def claim_for(sup: Supervisor, seconds: float) -> None:
-    """Run the claim loop for `seconds`, then stop it as a stop signal would."""
+    """Run the claim loop for `seconds`, then stop it with a stop signal."""
     loop = asyncio.create_task(sup._claim_loop())
     await asyncio.sleep(seconds)
-    sup.stopping = True
-    sup._stop.set()
-    sup._wake.set()
+    sup.signal()
     await asyncio.wait_for(loop, 5)
     await sup.remote.aclose()
 
