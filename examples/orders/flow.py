@@ -8,8 +8,8 @@ from schemas import Item, Verdict
 flow = Workflow("orders", context=Item)
 
 # The states. A token is in one state at a time. A routine does the work of a state.
-# `timeout=` and `retries=` are optional. See
-# https://stateous.dev/guides/write-a-workflow/
+# `timeout=` and `retries=` are optional. See the guide,
+# docs/writing-a-workflow.md in the Stateous repository.
 draft = flow.state("draft")
 review = flow.state("review")
 

@@ -14,15 +14,16 @@ from stateous.model.authoring import valid_name
 from stateous.model.errors import StateousError
 
 __all__ = [
-    "GUIDE_URL",
+    "GUIDE",
     "flow_text",
     "init_workflow_command",
     "pyproject_text",
     "schemas_text",
 ]
 
-#: The web address of the "Write a workflow" guide, quoted in the starter's comments.
-GUIDE_URL = "https://stateous.dev/guides/write-a-workflow/"
+#: Where the "Write a workflow" guide is, quoted in the starter's comments: a page of the
+#: repository, since the project has no website.
+GUIDE = "docs/writing-a-workflow.md in the Stateous repository"
 
 _FLOW = """# {name}/flow.py: the workflow. `stateous compile {name}/flow.py` checks it and writes
 # the graph file, {name}/build/{name}.json.
@@ -34,8 +35,8 @@ from schemas import Item, Verdict
 flow = Workflow("{name}", context=Item)
 
 # The states. A token is in one state at a time. A routine does the work of a state.
-# `timeout=` and `retries=` are optional. See
-# {guide}
+# `timeout=` and `retries=` are optional. See the guide,
+# {guide}.
 draft = flow.state("draft")
 review = flow.state("review")
 
@@ -77,7 +78,7 @@ class Verdict(BaseModel):
 
 def flow_text(name: str) -> str:
     """The starter `flow.py` for workflow `name` (spec 10 §6.1 with 05 §5)."""
-    return _FLOW.format(name=name, guide=GUIDE_URL)
+    return _FLOW.format(name=name, guide=GUIDE)
 
 
 def schemas_text(name: str) -> str:
