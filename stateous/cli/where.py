@@ -15,6 +15,7 @@ import click
 
 from stateous.cli.params import IsoTime
 from stateous.client import Client, Refused
+from stateous.model.bulk_statuses import acting_filter, default_text
 from stateous.model.environment import environment
 from stateous.model.errors import StateousError
 from stateous.model.history import by_suffix, local_datetime
@@ -84,7 +85,9 @@ def where_options(func: Callable[..., None]) -> Callable[..., None]:
         click.option("--where", "where", is_flag=True,
                      help="Act on every top token the flags below select, as one bulk job."),
         click.option("--status", "status", metavar="S", multiple=True,
-                     help="With --where: tokens of this status (repeatable)."),
+                     help="With --where: tokens of this status (repeatable). Default: the "
+                     "statuses the action acts on (pause: active; resume: paused; cancel, fire: "
+                     "active or paused; retry: failed)."),
         click.option("--state", "state", metavar="S", multiple=True,
                      help="With --where: tokens in this state (repeatable)."),
         click.option("--prefix", "prefix", metavar="P", default=None,
@@ -178,15 +181,18 @@ def in_flags(refused: Refused) -> Exception:
 # ---------------------------------------------------------------- a bulk run
 
 
-def count_line(matched: int, tokens: Sequence[str]) -> str:
-    """`1,204 tokens match: T-1, T-2, ... and 1,194 more` (the oldest first)."""
+def count_line(matched: int, tokens: Sequence[str], took: str | None = None) -> str:
+    """`1,204 tokens match: T-1, T-2, ... and 1,194 more` (the oldest first); with `took`, the
+    statuses selected for the user, in brackets: `2 tokens match (active, the status pause acts
+    on): T-1, T-2`."""
+    said = f" ({took})" if took else ""
     if matched == 0:
-        return "no tokens match"
+        return f"no tokens match{said}"
     shown = list(tokens[:SHOWN])
     more = matched - len(shown)
     noun = "token matches" if matched == 1 else "tokens match"
     tail = f" and {more:,} more" if more > 0 else ""
-    return f"{matched:,} {noun}: {', '.join(shown)}{tail}"
+    return f"{matched:,} {noun}{said}: {', '.join(shown)}{tail}"
 
 
 def run_where(
@@ -197,14 +203,18 @@ def run_where(
     event: str | None = None,
     payload: dict[str, Any] | None = None,
 ) -> None:
-    """Count, confirm, start the job and follow it (spec 80 §2)."""
-    found = selection(where)
+    """Count, confirm, start the job and follow it (spec 80 §2).
+
+    Without `--status`, only the statuses the action acts on are selected (`ACTS_ON`), sent as
+    the filter's status: the API's empty filter would take tokens the job could only skip."""
+    found, defaulted = acting_filter(action, selection(where))
     try:
         preview = client.bulk(action, found, event=event, payload=payload, dry_run=True)
     except Refused as exc:
         raise in_flags(exc) from None
     matched = int(preview.get("matched", 0))
-    click.echo(count_line(matched, [str(t) for t in preview.get("tokens", [])]))
+    took = default_text(action) if defaulted else None
+    click.echo(count_line(matched, [str(t) for t in preview.get("tokens", [])], took))
     if where.dry_run or matched == 0:
         return
     if not where.yes and not _confirmed(action, matched):

@@ -18,6 +18,8 @@ from tests.e2e.test_token_commands import history, ok, serving
 from tests.support import ServeProcess
 
 ACME = 'repo="acme/api"'
+CANCEL = "(active or paused, the statuses cancel acts on)"
+"""What the dry-run line says when no --status is given to a bulk cancel."""
 
 
 def start_four(url: str) -> None:
@@ -76,9 +78,10 @@ def in_terminal(answer: str, *args: str, url: str) -> tuple[int, str]:
 def test_a_dry_run_and_no_terminal_without_yes(unchanged: ServeProcess) -> None:
     url = unchanged.url
     where = ("token", "cancel", "--where", "--context", ACME)
-    assert run(*where, "--dry-run", url=url) == (0, ["3 tokens match: T-1, T-2, T-3"], "")
+    line = f"3 tokens match {CANCEL}: T-1, T-2, T-3"
+    assert run(*where, "--dry-run", url=url) == (0, [line], "")
     assert run(*where, url=url) == (
-        1, ["3 tokens match: T-1, T-2, T-3"],
+        1, [line],
         "error: cancel 3 tokens needs a yes, and there is no terminal to ask in; add --yes\n",
     )  # fmt: skip
     assert httpx.get(url + "/bulk").json() == []
@@ -88,7 +91,7 @@ def test_yes_runs_the_job_and_the_history_says_who(fresh: ServeProcess) -> None:
     url = fresh.url
     args = ("token", "cancel", "--where", "--context", ACME, "--yes", "--reason", "contract ended")
     assert run(*args, url=url, STATEOUS_ACTOR="alice") == (0, [
-        "3 tokens match: T-1, T-2, T-3",
+        f"3 tokens match {CANCEL}: T-1, T-2, T-3",
         "job 1: cancel 3 tokens",
         "job 1 finished: 3 done, none skipped",
     ], "")  # fmt: skip
@@ -103,7 +106,7 @@ def test_yes_runs_the_job_and_the_history_says_who(fresh: ServeProcess) -> None:
     code, shown, _ = run("bulk", "show", "1", url=url)
     assert (code, shown[:3]) == (0, [
         "job 1: cancel, finished [alice, cli: contract ended]",
-        'filter: {"context": {"repo": "acme/api"}}',
+        'filter: {"status": ["active", "paused"], "context": {"repo": "acme/api"}}',
         "matched 3, 3 done, none skipped",
     ])  # fmt: skip
     assert run("bulk", "stop", "1", url=url) == (1, [], (
@@ -125,7 +128,7 @@ def test_the_terminal_question(fresh: ServeProcess) -> None:
     assert httpx.get(url + "/bulk").json() == []
     code, out = in_terminal("y", "token", "pause", "--where", "--prefix", "T-", url=url)
     assert (code, out.splitlines()) == (0, [
-        "3 tokens match: T-1, T-2, T-3",
+        "3 tokens match (active, the status pause acts on): T-1, T-2, T-3",
         "pause 3 tokens? [y/N] job 1: pause 3 tokens",
         "job 1 finished: 3 done, none skipped",
     ])  # fmt: skip
@@ -137,11 +140,51 @@ def test_a_bulk_fire_and_its_skipped_tokens(fresh: ServeProcess) -> None:
     code, lines, err = run("token", "fire", "--where", "--prefix", "T-", "--yes", "done", url=url)
     assert (code, err) == (0, "")
     assert lines == [
-        "3 tokens match: T-1, T-2, T-3",
+        "3 tokens match (active or paused, the statuses fire acts on): T-1, T-2, T-3",
         "job 1: fire 3 tokens",
         "job 1 finished: 2 done, 1 skipped (event_not_allowed 1)",
     ]
     assert ok("token", "show", "T-1", url=url)[0] == "T-1: testing, active"
+
+
+def test_without_status_each_action_selects_what_it_can_act_on(fresh: ServeProcess) -> None:
+    """T-1 and T-2 active, T-3 completed, O-1 paused: no action takes a token it would skip."""
+    url = fresh.url
+    ok("token", "fire", "T-3", "stuck", url=url)
+    ok("token", "pause", "O-1", url=url)
+
+    def dry(*args: str) -> tuple[int, list[str], str]:
+        return run("token", *args, "--where", "--dry-run", url=url)
+
+    assert dry("pause") == (0, ["2 tokens match (active, the status pause acts on): T-1, T-2"], "")
+    assert dry("resume") == (0, ["1 token matches (paused, the status resume acts on): O-1"], "")
+    assert dry("cancel") == (0, [f"3 tokens match {CANCEL}: T-1, T-2, O-1"], "")
+    assert dry("fire", "done") == (
+        0, ["3 tokens match (active or paused, the statuses fire acts on): T-1, T-2, O-1"], "",
+    )  # fmt: skip
+    assert dry("retry") == (0, ["no tokens match (failed, the status retry acts on)"], "")
+    # An explicit --status wins, and the line then says nothing of a default.
+    assert dry("pause", "--status", "completed") == (0, ["1 token matches: T-3"], "")
+    assert dry("cancel", "--status", "active", "--status", "completed") == (
+        0, ["3 tokens match: T-1, T-2, T-3"], "",
+    )  # fmt: skip
+
+
+def test_a_bulk_pause_by_state_leaves_out_the_ended_tokens(fresh: ServeProcess) -> None:
+    """The issue's case: a pause by state took every completed token there only to skip it."""
+    url = fresh.url
+    ok("token", "fire", "T-3", "stuck", url=url)
+    ok("token", "fire", "T-2", "done", url=url)  # active, in testing
+    assert run("token", "pause", "--where", "--state", "coding", "--yes", url=url) == (0, [
+        "2 tokens match (active, the status pause acts on): T-1, O-1",
+        "job 1: pause 2 tokens",
+        "job 1 finished: 2 done, none skipped",
+    ], "")  # fmt: skip
+    code, shown, _ = run("bulk", "show", "1", url=url)
+    assert (code, shown[1:3]) == (0, [
+        'filter: {"status": ["active"], "state": ["coding"]}',
+        "matched 2, 2 done, none skipped",
+    ])  # fmt: skip
 
 
 def test_who_acts(fresh: ServeProcess) -> None:
