@@ -30,6 +30,10 @@ def acting_filter(action: str, given: Mapping[str, Any]) -> tuple[dict[str, Any]
 
 def default_text(action: str) -> str:
     """`active or paused, the statuses cancel acts on`: what the default took, and why."""
-    statuses = ACTS_ON[action]
-    noun = "status" if len(statuses) == 1 else "statuses"
-    return f"{' or '.join(statuses)}, the {noun} {action} acts on"
+    return f"{' or '.join(ACTS_ON[action])}, {why_text(action)}"
+
+
+def why_text(action: str) -> str:
+    """`the statuses cancel acts on`, `the status pause acts on`."""
+    noun = "status" if len(ACTS_ON[action]) == 1 else "statuses"
+    return f"the {noun} {action} acts on"

@@ -13,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Input, Static
 
+from stateous.model.bulk_statuses import acting_filter, why_text
 from stateous.model.history import display_state
 from stateous.tui.format import STATUSES, duration, parse_time, status_text
 from stateous.tui.schema import state_key
@@ -22,6 +23,9 @@ from stateous.tui.screens.steering import STEERING_BINDINGS, SteeringScreen
 from stateous.tui.widgets import Banner, StatesPanel, StatusBar
 from stateous.tui.widgets.polling import PollingScreen
 from stateous.tui.widgets.token_list import Cell, TokenList
+
+ON_EACH = "those each can act on (p active, r paused, c f active or paused, R failed)"
+"""With no status filter, what a selection's keys act on (`ACTS_ON`, as in the CLI)."""
 
 LIMIT = 1000
 """The most tokens one listing answers (spec 20 §4.1): the most recently moved."""
@@ -310,8 +314,9 @@ class TokensScreen(PollingScreen, RepairScreen):
         else:
             self.selection = self.current_filter()
             self.notify(
-                f"every token where {selection_text(self.selection)}: p r c f R act on all "
-                "of them, * or esc clears",
+                f"every token where {selection_text(self.selection)}: p r c f R act on "
+                + ("all of them" if self.status_filter else ON_EACH)
+                + ", * or esc clears",
                 title="selected",
             )
         self._show_filters()
@@ -358,6 +363,7 @@ class TokensScreen(PollingScreen, RepairScreen):
     async def bulk(self, action: str, selection: dict[str, Any]) -> None:
         """Count by a dry run, confirm with a reason, start the job; the status bar follows it."""
         plane = self.console.plane
+        selection, where = acting(action, selection)
         # The match does not depend on the action; a fire's dry run would need its event first.
         preview = await self.console.call(
             plane.bulk("pause" if action == "fire" else action, selection, dry_run=True)
@@ -366,10 +372,10 @@ class TokensScreen(PollingScreen, RepairScreen):
             return
         matched = int(preview.get("matched") or 0)
         if matched == 0:
-            self.notify(f"no token where {selection_text(selection)}", severity="warning")
+            self.notify(f"no token where {where}", severity="warning")
             return
         tokens = [str(t) for t in preview.get("tokens") or []]
-        question = BulkConfirmScreen(action, matched, tokens, selection_text(selection))
+        question = BulkConfirmScreen(action, matched, tokens, where)
         choice = await self.app.push_screen_wait(question)
         if choice is None:
             return
@@ -403,6 +409,13 @@ class TokensScreen(PollingScreen, RepairScreen):
         commands.append(SystemCommand("Hide or show children", "(h)", self.action_children))
         commands.extend(steering_commands(self))
         return commands
+
+
+def acting(action: str, selection: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The filter `action` is sent with, and its words: without a status, the statuses the action
+    acts on (as in the CLI), `status active, state draft (the status pause acts on)`."""
+    found, defaulted = acting_filter(action, selection)
+    return found, selection_text(found) + (f" ({why_text(action)})" if defaulted else "")
 
 
 def selection_text(selection: dict[str, Any]) -> str:

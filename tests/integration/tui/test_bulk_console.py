@@ -22,7 +22,7 @@ from tests.integration.tui.test_console_ops import Scene, settle, utc  # noqa: F
 from tests.support import sqlite_url
 from tests.support.app import running_api
 from tests.support.graphs import ORDERS
-from tests.unit.tui.helpers import plain, wait_for
+from tests.unit.tui.helpers import notes, plain, wait_for
 
 Snap = Callable[..., bool]
 CONSOLE_BY = {"actor": "alice", "via": "console"}
@@ -122,6 +122,31 @@ async def test_a_bulk_fire_asks_for_the_event(scene: Scene) -> None:
     assert job["filter"] == {"status": ["paused"]}
     BulkRunner(scene.api.plane).drain()
     assert acts(scene, "ORDER-4") == [("event_deferred", {**CONSOLE_BY, "bulk": 1})]
+
+
+async def test_with_no_status_filter_each_action_selects_what_it_acts_on(scene: Scene) -> None:
+    """ORDER-1 to 3 active, ORDER-4 paused, none failed: as in the CLI, without a status the
+    selection takes only the tokens the action can act on, and the question says so."""
+    app = scene.console()
+    async with app.run_test(size=(130, 30)) as pilot:
+        confirm = await select_and_ask(pilot, "asterisk", "p")
+        assert str(confirm.query_one("#question", Label).render()).startswith(
+            "pause 3 tokens?\nevery token where status active (the status pause acts on)\n"
+            "ORDER-1, ORDER-2, ORDER-3\n"
+        )
+        await answer_yes(pilot, confirm)
+        assert scene.http.get("/bulk/1").json()["filter"] == {"status": ["active"]}
+        confirm = await select_and_ask(pilot, "asterisk", "r")
+        assert str(confirm.query_one("#question", Label).render()).startswith(
+            "resume 1 token?\nevery token where status paused (the status resume acts on)\n"
+            "ORDER-4\n"
+        )
+        await pilot.press("escape")  # No: the selection stays for the next key
+        await settle(pilot)
+        await pilot.press("R")
+        await settle(pilot)
+        assert notes(pilot)[-1] == "no token where status failed (the status retry acts on)"
+    assert [job["job"] for job in scene.http.get("/bulk").json()] == [1]
 
 
 async def test_one_token_steered_from_the_console_carries_by(scene: Scene) -> None:
