@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from stateous.cli.listing import DEFAULT, MOST, aligned, cut_line, more_than
+from stateous.cli.listing import DEFAULT, MOST, aligned, cut_line, limit_option, more_than
 from stateous.cli.params import WholeNumber
 from stateous.cli.token import control_plane, url_option, wrong_shape
 from stateous.cli.where import handled, show_lines
@@ -54,14 +54,7 @@ def _more_jobs(client: Client, page: int, shown: int) -> tuple[int, bool]:
 
 
 @bulk_group.command("list")
-@click.option(
-    "--limit",
-    "limit",
-    metavar="N",
-    type=WholeNumber(1, MOST),
-    default=None,
-    help="At most N jobs (1 to 1000; default 100).",
-)
+@limit_option("jobs")
 @url_option
 def list_command(limit: int | None, url: str | None) -> None:
     """The bulk jobs, newest first: id, action, status, progress, when, who."""

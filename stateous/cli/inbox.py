@@ -9,8 +9,7 @@ from typing import Any
 
 import click
 
-from stateous.cli.listing import DEFAULT, cut_line, more_than
-from stateous.cli.params import WholeNumber
+from stateous.cli.listing import DEFAULT, cut_line, limit_option, more_than
 from stateous.cli.token import ArgumentError, control_plane, url_option, wrong_shape
 from stateous.client import Client
 from stateous.model.history import display_state, local_datetime
@@ -87,14 +86,7 @@ def check_state(client: Client, state: str) -> None:
 
 @click.command("inbox")
 @click.option("--state", "state", metavar="STATE", default=None, help="Only this state's tasks.")
-@click.option(
-    "--limit",
-    "limit",
-    metavar="N",
-    type=WholeNumber(1, 1000),
-    default=None,
-    help="At most N tasks (1 to 1000; default 100).",
-)
+@limit_option("tasks")
 @url_option
 def inbox_command(state: str | None, limit: int | None, url: str | None) -> None:
     """Show the tokens waiting for a person, the longest waiting first.

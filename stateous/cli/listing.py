@@ -1,14 +1,33 @@
-"""What the listing commands share: their page's size, the line that says a listing is cut, and
-plain columns."""
+"""What the listing commands share: their page's size and `--limit`, the line that says a
+listing is cut, and plain columns."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
+
+import click
+
+from stateous.cli.params import WholeNumber
 
 DEFAULT = 100
 """The page of a listing when `--limit` is not given: the control plane's default."""
 MOST = 1000
 """The most any listing route answers at once."""
+
+
+def limit_option(rows: str, when: str = "") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`--limit N` of a listing of `rows`, 1 to `MOST` (None when not given: `DEFAULT`); `when`
+    says when it applies (`"With no ID"`)."""
+    most = f"at most N {rows} (1 to {MOST}; default {DEFAULT})."
+    return click.option(
+        "--limit",
+        "limit",
+        metavar="N",
+        type=WholeNumber(1, MOST),
+        default=None,
+        help=f"{when}: list {most}" if when else most[0].upper() + most[1:],
+    )
 
 
 def more_than(page: int, limit: int, count: Callable[[], int]) -> int:

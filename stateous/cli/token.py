@@ -11,8 +11,7 @@ from typing import Any
 
 import click
 
-from stateous.cli.listing import DEFAULT, MOST, cut_line, more_than
-from stateous.cli.params import WholeNumber
+from stateous.cli.listing import DEFAULT, cut_line, limit_option, more_than
 from stateous.cli.where import (
     by_options,
     check_where,
@@ -264,14 +263,7 @@ def fire_command(
 @token_group.command("show")
 @click.argument("token_id", metavar="[ID]", required=False)
 @click.option("--graph", is_flag=True, help="Print the workflow as a Mermaid diagram.")
-@click.option(
-    "--limit",
-    "limit",
-    metavar="N",
-    type=WholeNumber(1, MOST),
-    default=None,
-    help="With no ID: list at most N tokens (1 to 1000; default 100).",
-)
+@limit_option("tokens", when="With no ID")
 @url_option
 def show_command(token_id: str | None, graph: bool, limit: int | None, url: str | None) -> None:
     """\b
