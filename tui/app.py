@@ -50,13 +50,14 @@ class ConsoleApp(App[None]):
         "bulk": BulkScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("t", "show('tokens')", "Tokens"),
-        Binding("l", "show('leases')", "Leases"),
-        Binding("o", "show('outboxes')", "Outboxes"),
-        Binding("i", "show('inbox')", "Inbox"),
-        Binding("b", "show('bulk')", "Bulk jobs"),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("q", "quit", "Quit"),
+        # The tooltip is the longer text of the `?` help (and of the footer's hover).
+        Binding("t", "show('tokens')", "Tokens", tooltip="the tokens screen"),
+        Binding("l", "show('leases')", "Leases", tooltip="the leases screen"),
+        Binding("o", "show('outboxes')", "Outboxes", tooltip="supervisors and outboxes"),
+        Binding("i", "show('inbox')", "Inbox", tooltip="the tokens waiting for a person"),
+        Binding("b", "show('bulk')", "Bulk jobs", tooltip="the bulk jobs and their progress"),
+        Binding("question_mark", "help", "Help", key_display="?", tooltip="this help"),
+        Binding("q", "quit", "Quit", tooltip="quit"),
     ]
 
     health: var[dict[str, Any] | None] = var(None, always_update=True)

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Footer, Input, Label, Static
@@ -18,6 +18,13 @@ from textual.widgets import Button, DataTable, Footer, Input, Label, Static
 from stateous.model.history import by_suffix
 from stateous.tui.format import local_time
 from stateous.tui.jobs import progress_text
+from stateous.tui.screens.confirm import (
+    ANSWER_BINDINGS,
+    REASON_ID,
+    keys_hint,
+    reason_field,
+    typed_reason,
+)
 from stateous.tui.widgets import Banner, StatusBar
 from stateous.tui.widgets.polling import PollingScreen
 from stateous.tui.widgets.tables import add_columns, fill
@@ -105,9 +112,14 @@ class BulkChoice:
 
 
 class BulkConfirmScreen(ModalScreen[BulkChoice | None]):
-    """`cancel 1,204 tokens?` with the first ids, a reason field (and for fire, the event)."""
+    """`cancel 1,204 tokens?` with the first ids, a reason field (and for fire, the event).
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "no", "No")]
+    It answers the keys of every confirmation (`confirm.py`): `y` starts the job, `enter` in the
+    reason field too, `n` or `escape` does not. A fire opens in its event field (it has to be
+    named); the others open with No focused, `tab` going on to the reason.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = ANSWER_BINDINGS
 
     def __init__(self, action: str, matched: int, tokens: list[str], selection: str) -> None:
         super().__init__()
@@ -127,26 +139,33 @@ class BulkConfirmScreen(ModalScreen[BulkChoice | None]):
         )
 
     def compose(self) -> ComposeResult:
-        """The question, the event and payload (fire), the reason, two buttons."""
+        """The question, the keys, the event and payload (fire), the reason, two buttons."""
+        yes = f"{self.action.capitalize()} them"
         with Vertical(classes="dialog"):
             yield Label(self.question(), classes="question", id="question")
+            yield keys_hint(yes, reason=True)
             if self.action == "fire":
-                yield Input(placeholder="event", id="event")
+                yield Input(placeholder="event (enter: the next field)", id="event")
                 yield Input(placeholder="payload (a JSON object, optional)", id="payload")
-            yield Input(placeholder="reason (optional, kept in each token's history)", id="reason")
+            yield reason_field("in each token's history")
             yield Label("", classes="error", id="error")
             with Horizontal(classes="buttons"):
-                yield Button(f"{self.action.capitalize()} them", variant="error", id="yes")
-                yield Button("No (esc)", variant="primary", id="no")
+                yield Button(f"{yes} (y)", variant="error", id="yes")
+                yield Button("No (n)", variant="primary", id="no")
 
     def on_mount(self) -> None:
-        """The first field takes the keys; nothing happens without the yes button."""
-        first = "#event" if self.action == "fire" else "#reason"
-        self.query_one(first, Input).focus()
+        """A fire starts in its event field; the others on No, where `y` answers at once."""
+        if self.action == "fire":
+            self.query_one("#event", Input).focus()
+        else:
+            self.query_one("#no", Button).focus()
 
-    @on(Button.Pressed, "#yes")
-    def _yes(self) -> None:
-        reason = self.query_one("#reason", Input).value.strip()
+    def action_answer(self, answer: bool) -> None:
+        """`y` starts the job (a fire once its event is named); `n` and `escape` close."""
+        if not answer:
+            self.dismiss(None)
+            return
+        reason = typed_reason(self)
         if self.action != "fire":
             self.dismiss(BulkChoice(reason))
             return
@@ -160,17 +179,20 @@ class BulkConfirmScreen(ModalScreen[BulkChoice | None]):
             return
         self.dismiss(BulkChoice(reason, event, payload))
 
+    @on(Button.Pressed, "#yes")
+    def _yes(self) -> None:
+        self.action_answer(True)
+
     @on(Input.Submitted)
     def _submitted(self, submitted: Input.Submitted) -> None:
-        # Enter moves to the next field; on the reason it presses nothing: the button decides.
-        if submitted.input.id != "reason":
-            self.focus_next()
+        # Enter in the reason answers yes; in the event or the payload it goes to the next field.
+        if submitted.input.id == REASON_ID:
+            self.action_answer(True)
         else:
-            self.query_one("#yes", Button).focus()
+            self.focus_next()
 
     @on(Button.Pressed, "#no")
-    def action_no(self) -> None:
-        """Close without acting."""
+    def _no(self) -> None:
         self.dismiss(None)
 
 

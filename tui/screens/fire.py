@@ -23,10 +23,12 @@ from stateous.tui.schema import (
     skeleton,
     validate,
 )
+from stateous.tui.screens.confirm import REASON_ID, reason_field, typed_reason
 
 
 class FireScreen(ModalScreen[bool]):
-    """A form: the event, its payload as JSON, an optional idempotency key (`k`).
+    """A form: the event, its payload as JSON, an optional idempotency key (`k`) and an optional
+    reason (spec 80 §1; `enter` in it sends, as `ctrl+s` does).
 
     Dismissed with True once the control plane took the event (also a duplicate).
     """
@@ -49,7 +51,7 @@ class FireScreen(ModalScreen[bool]):
         return self.app  # type: ignore[return-value]  # the console is the only app
 
     def compose(self) -> ComposeResult:
-        """Event, fields, payload, key, buttons."""
+        """Event, fields, payload, key, reason, buttons."""
         with Vertical(classes="dialog"):
             yield Label(f"fire an event at {token_line(self.token)}", classes="question")
             if not self.events:
@@ -66,6 +68,7 @@ class FireScreen(ModalScreen[bool]):
             yield Static("", classes="fields", id="fields")
             yield TextArea("{}", id="payload", soft_wrap=True)
             yield Input(placeholder="idempotency key (optional, k)", id="key", max_length=256)
+            yield reason_field(enter="send")
             yield Static("", classes="error", id="error")
             with Horizontal(classes="buttons"):
                 yield Button("Send (ctrl+s)", variant="primary", id="send", disabled=not options)
@@ -75,7 +78,8 @@ class FireScreen(ModalScreen[bool]):
         """Show the first event's fields; no blinking cursor in frozen tests."""
         if self.console.frozen:
             self.query_one(TextArea).cursor_blink = False
-            self.query_one(Input).cursor_blink = False
+            for field in self.query(Input):
+                field.cursor_blink = False
         self._show_event(self.events[0] if self.events else None)
         self.query_one(TextArea).focus()
 
@@ -103,12 +107,13 @@ class FireScreen(ModalScreen[bool]):
         model = payload_model(self.graph, self.token, event)
         payload = parse_object(self.query_one(TextArea).text, "payload")
         validate(self.graph, model, payload, "payload")
-        key = self.query_one(Input).value or None
+        key = self.query_one("#key", Input).value or None
         if key is not None and any(ord(c) < 32 or ord(c) == 127 for c in key):
             raise FormError("an idempotency key has no control characters")
         return event, (payload if model is not None else None), key
 
     @on(Button.Pressed, "#send")
+    @on(Input.Submitted, f"#{REASON_ID}")
     def action_send(self) -> None:
         """Check the form, then send it."""
         try:
@@ -117,14 +122,18 @@ class FireScreen(ModalScreen[bool]):
             self.query_one("#error", Static).update(str(exc))
             return
         self.query_one("#error", Static).update("")
-        self.send(event, payload, key)
+        self.send(event, payload, key, typed_reason(self) or None)
 
     @work(exclusive=True, group="fire")
-    async def send(self, event: str, payload: dict[str, Any] | None, key: str | None) -> None:
+    async def send(
+        self, event: str, payload: dict[str, Any] | None, key: str | None, reason: str | None
+    ) -> None:
         """One `POST /tokens/{id}/events/{event}`; a refusal leaves the form open."""
         plane = self.console.plane
         token_id = str(self.token["token"])
-        answer = await self.console.call(plane.fire(token_id, event, payload, key=key))
+        answer = await self.console.call(
+            plane.fire(token_id, event, payload, key=key, reason=reason)
+        )
         if answer is None:
             return
         duplicate, token = fired(answer)
@@ -134,7 +143,7 @@ class FireScreen(ModalScreen[bool]):
 
     def action_key(self) -> None:
         """Go to the idempotency key."""
-        self.query_one(Input).focus()
+        self.query_one("#key", Input).focus()
 
     @on(Button.Pressed, "#close")
     def action_close(self) -> None:

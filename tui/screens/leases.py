@@ -18,7 +18,9 @@ from stateous.tui.format import (
     since,
     status_text,
 )
+from stateous.tui.screens.outboxes import REGISTRY_STYLES
 from stateous.tui.widgets import Banner, StatusBar
+from stateous.tui.widgets.panel import Panel
 from stateous.tui.widgets.polling import PollingScreen
 from stateous.tui.widgets.states import graph_states
 from stateous.tui.widgets.tables import add_columns, fill
@@ -36,8 +38,16 @@ HELD = (
     ("lease", "lease"),
     ("claimed", "claimed"),
 )
-SUPERVISORS = (("supervisor", "supervisor"), ("tasks", "tasks"), ("last renewal", "renewal"))
+SUPERVISORS = (
+    ("supervisor", "supervisor"),
+    ("status", "status"),
+    ("tasks", "tasks"),
+    ("last renewal", "renewal"),
+)
 QUEUED = (("state", "state"), ("queued", "queued"), ("oldest", "oldest"))
+HELD_HINT = "tasks held (claimed or waiting), by lease remaining"
+NO_SUPERVISOR = "No supervisor holds a task, and none is registered."
+NO_QUEUE = "No task is queued: the supervisors keep up."
 
 
 def lease_order(task: dict[str, Any]) -> tuple[int, float, int]:
@@ -49,17 +59,19 @@ def lease_order(task: dict[str, Any]) -> tuple[int, float, int]:
 
 
 def per_supervisor(held: list[dict[str, Any]]) -> dict[str, tuple[int, datetime | None]]:
-    """Each supervisor's number of held tasks and the time of its last lease renewal.
+    """Each supervisor's number of held tasks (claimed or waiting) and the time of its last
+    lease renewal.
 
-    A renewal sets the lease to now + 2 minutes, so the latest lease tells when it was.
+    A renewal sets the lease to now + 2 minutes, so the latest lease tells when it was; a
+    waiting task has no lease (its work goes on outside), so it counts but tells no time.
     """
     found: dict[str, tuple[int, datetime | None]] = {}
     for task in held:
         name = task.get("claimed_by")
-        if not isinstance(name, str) or task.get("status") != "claimed":
+        if not isinstance(name, str) or task.get("status") not in ("claimed", "waiting"):
             continue
         count, latest = found.get(name, (0, None))
-        until = parse_time(task.get("lease_until"))
+        until = parse_time(task.get("lease_until")) if task.get("status") == "claimed" else None
         renewed = until - timedelta(seconds=LEASE_SECONDS) if until else None
         if renewed and (latest is None or renewed > latest):
             latest = renewed
@@ -78,6 +90,29 @@ def oldest_per_state(queued: list[dict[str, Any]]) -> dict[str, str]:
     return oldest
 
 
+def supervisor_rows(
+    held: list[dict[str, Any]], registry: list[dict[str, Any]] | None, now: datetime
+) -> tuple[list[list[Text]], list[str]]:
+    """The supervisors panel: each supervisor holding a task, and each registered one that is
+    not gone (spec 80 §5), by name; its status from the registry (`-` without one)."""
+    counts = per_supervisor(held)
+    status = {str(e.get("supervisor")): str(e.get("status")) for e in registry or []}
+    names = sorted({*counts, *(name for name, s in status.items() if s != "gone")})
+    rows = []
+    for name in names:
+        count, latest = counts.get(name, (0, None))
+        state = status.get(name, "-")
+        rows.append(
+            [
+                Text(name, style="bold"),
+                Text(state, style=REGISTRY_STYLES.get(state, "")),
+                Text(str(count), justify="right"),
+                Text(since(latest.isoformat(), now) + " ago" if latest else "-"),
+            ]
+        )
+    return rows, names
+
+
 class LeasesScreen(PollingScreen):
     """Held tasks, supervisors and the backlog; a stalled supervisor's leases run out first."""
 
@@ -92,31 +127,32 @@ class LeasesScreen(PollingScreen):
         """Status bar, banner, held tasks, supervisors and queue side by side, footer."""
         yield StatusBar()
         yield Banner()
-        yield Static("tasks held (claimed or waiting), by lease remaining", classes="filters")
+        yield Static(HELD_HINT, classes="filters", id="held-hint")
         yield DataTable(id="held", cursor_type="row", zebra_stripes=True)
         with Horizontal(classes="pair"):
-            yield DataTable(id="supervisors", cursor_type="row")
-            yield DataTable(id="queued", cursor_type="row")
+            yield Panel("supervisors", "supervisors")
+            yield Panel("queued tasks per state", "queued")
         yield Footer()
 
     def on_mount(self) -> None:
         """Columns and the poll timer."""
         add_columns(self, {"held": HELD, "supervisors": SUPERVISORS, "queued": QUEUED})
-        self.query_one("#supervisors", DataTable).border_title = "supervisors"
-        self.query_one("#queued", DataTable).border_title = "queued tasks per state"
         self.start_polling()
 
     async def fetch(self) -> None:
-        """Claimed, waiting and queued tasks; claim times from the histories, a few a poll."""
+        """Claimed, waiting and queued tasks, the registry; claim times from the histories, a few
+        a poll."""
         plane, call = self.console.plane, self.console.call
         claimed = await call(plane.tasks(status="claimed", limit=1000))
         waiting = await call(plane.tasks(status="waiting", limit=1000))
         queued = await call(plane.tasks(status="queued", limit=1000))
         if claimed is None or waiting is None or queued is None:
             return
+        # A control plane older than spec 80 has no registry (404): the held tasks tell then.
+        registry = await call(plane.supervisors(), quiet=True)
         held = sorted(claimed + waiting, key=lease_order)
         await self._learn_claims(held)
-        self.show(held, queued)
+        self.show(held, queued, registry)
 
     async def _learn_claims(self, held: list[dict[str, Any]]) -> None:
         missing = [
@@ -137,24 +173,20 @@ class LeasesScreen(PollingScreen):
             if (t.get("task"), t.get("attempt")) not in self.claimed_at:
                 self._looked_up.discard(str(t.get("token")))
 
-    def show(self, held: list[dict[str, Any]], queued: list[dict[str, Any]]) -> None:
-        """Fill the three tables."""
+    def show(
+        self,
+        held: list[dict[str, Any]],
+        queued: list[dict[str, Any]],
+        registry: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Fill the held tasks and the two panels."""
         now = self.console.now()
         rows = [self._held_row(t, now) for t in held]
         fill(self.query_one("#held", DataTable), rows, [str(t.get("task")) for t in held])
-        supervisors = per_supervisor(held)
-        fill(
-            self.query_one("#supervisors", DataTable),
-            [
-                [
-                    Text(name, style="bold"),
-                    Text(str(count), justify="right"),
-                    Text(since(latest.isoformat(), now) + " ago" if latest else "-"),
-                ]
-                for name, (count, latest) in sorted(supervisors.items())
-            ],
-            sorted(supervisors),
-        )
+        hint = HELD_HINT if held else "No task is held: no supervisor is running a routine."
+        self.query_one("#held-hint", Static).update(hint)
+        panel = self.query_one("#supervisors-panel", Panel)
+        panel.show(*supervisor_rows(held, registry, now), NO_SUPERVISOR)
         self._show_queue(queued, now)
 
     def _held_row(self, task: dict[str, Any], now: datetime) -> list[Text]:
@@ -186,4 +218,4 @@ class LeasesScreen(PollingScreen):
                     Text(since(at, now) if at else "?", justify="right"),
                 ]
             )
-        fill(self.query_one("#queued", DataTable), rows, names)
+        self.query_one("#queued-panel", Panel).show(rows, names, NO_QUEUE)

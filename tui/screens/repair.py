@@ -1,5 +1,5 @@
 """The repair keys (spec 80 §3): `R` retries a failed token after a confirmation, `m` moves a
-token to a state chosen from the list of its workflow's states."""
+token to a state chosen from the list of its workflow's states; each takes an optional reason."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Label, OptionList
+from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 from stateous.model.history import display_state, token_line
-from stateous.tui.screens.confirm import ConfirmScreen
+from stateous.tui.screens.confirm import REASON_ID, ConfirmScreen, reason_field, typed_reason
 from stateous.tui.screens.steering import SteeringScreen
 
 REPAIR_BINDINGS = [
@@ -23,8 +23,17 @@ REPAIR_BINDINGS = [
 ]
 
 
+def move_question(token: dict[str, Any]) -> str:
+    """`move FAIL-3 (in review, failed) to which state?`."""
+    return (
+        f"move {token.get('token')} (in {display_state(token.get('state'))}, "
+        f"{token.get('status')}) to which state?"
+    )
+
+
 class MoveScreen(ModalScreen[str | None]):
-    """The states of the token's workflow; `enter` moves the token to the highlighted one."""
+    """The states of the token's workflow; `enter` moves the token to the highlighted one, also
+    from the reason field below the list (`tab`)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Close")]
 
@@ -32,19 +41,24 @@ class MoveScreen(ModalScreen[str | None]):
         super().__init__()
         self.token = token
         self.states = states
+        self.reason_text = ""
+        """The text of the reason field when a state was chosen (spec 80 §1)."""
 
     def compose(self) -> ComposeResult:
-        """The question and the list of states, the token's own state marked."""
+        """The question, the keys, the list of states (the token's own marked), the reason."""
         current = self.token.get("state")
         options = [
             Option(f"{name}  (now)" if name == current else name, id=name) for name in self.states
         ]
         with Vertical(classes="dialog"):
+            yield Label(move_question(self.token), classes="question", id="question")
             yield Label(
-                f"move {token_line(self.token)} to which state? (enter: move, esc: close)",
-                classes="question",
+                "enter: move it there · tab: a reason, then enter · esc: close",
+                classes="hint-line",
+                id="keys",
             )
             yield OptionList(*options, id="states")
+            yield reason_field(enter="move")
 
     def on_mount(self) -> None:
         """The list has the keys."""
@@ -52,7 +66,18 @@ class MoveScreen(ModalScreen[str | None]):
 
     @on(OptionList.OptionSelected, "#states")
     def _chosen(self, chosen: OptionList.OptionSelected) -> None:
-        self.dismiss(chosen.option.id)
+        self._move_to(chosen.option.id)
+
+    @on(Input.Submitted, f"#{REASON_ID}")
+    def _reason_entered(self) -> None:
+        states = self.query_one(OptionList)
+        index = states.highlighted
+        if index is not None:
+            self._move_to(states.get_option_at_index(index).id)
+
+    def _move_to(self, state: str | None) -> None:
+        self.reason_text = typed_reason(self)
+        self.dismiss(state)
 
     def action_close(self) -> None:
         """Close without moving."""
@@ -81,9 +106,11 @@ class RepairScreen(SteeringScreen):
         """Ask, then retry."""
         ident, state = str(token["token"]), display_state(token.get("state"))
         question = f"Retry token '{ident}'?\nIt enters '{state}' again, as a new visit."
-        if not await self.app.push_screen_wait(ConfirmScreen(question, yes="Retry it")):
+        confirm = ConfirmScreen(question, yes="Retry it", reason=True)
+        if not await self.app.push_screen_wait(confirm):
             return
-        self._answered(await self.console.call(self.console.plane.retry(ident)), "retry")
+        retry = self.console.plane.retry(ident, reason=confirm.reason_text or None)
+        self._answered(await self.console.call(retry), "retry")
 
     def action_move(self) -> None:
         """Choose a state of the token's workflow, then move the token there."""
@@ -99,11 +126,15 @@ class RepairScreen(SteeringScreen):
 
     @work(exclusive=True, group="steer")
     async def choose_move(self, token: dict[str, Any], states: list[str]) -> None:
-        """The list of states, then the move."""
-        state = await self.app.push_screen_wait(MoveScreen(token, states))
+        """The list of states (and a reason), then the move."""
+        choose = MoveScreen(token, states)
+        state = await self.app.push_screen_wait(choose)
         if state is None:
             return
-        answer = await self.console.call(self.console.plane.move(str(token["token"]), state))
+        move = self.console.plane.move(
+            str(token["token"]), state, reason=choose.reason_text or None
+        )
+        answer = await self.console.call(move)
         self._answered(answer, "move")
 
     def _answered(self, answer: dict[str, Any] | None, title: str) -> None:

@@ -30,7 +30,8 @@ ON_EACH = "those each can act on (p active, r paused, c f active or paused, R fa
 LIMIT = 1000
 """The most tokens one listing answers (spec 20 §4.1): the most recently moved."""
 
-# (label, key, width): fixed widths, so that drawing a row never needs the others.
+# (label, key, width): fixed widths, so that drawing a row never needs the others; the id and
+# parent columns fit their longest id instead (this width is what they keep when room is short).
 COLUMNS = (
     ("id", "id", 26),
     ("state", "state", 12),

@@ -28,7 +28,7 @@ def fill(table: DataTable[Any], rows: list[list[Text]], keys: list[str]) -> None
         columns = list(table.columns)
         for key, row in zip(keys, rows, strict=True):
             for column, cell in zip(columns, row, strict=True):
-                table.update_cell(key, column, cell)
+                table.update_cell(key, column, cell, update_width=True)
         return
     cursor = table.cursor_row
     table.clear()

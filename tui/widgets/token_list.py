@@ -28,7 +28,8 @@ Row = tuple[str, list[Cell]]
 
 
 class TokenList(ScrollView, can_focus=True):
-    """Rows of cells in fixed-width columns, a header line, and a cursor row."""
+    """Rows of cells in columns of fixed width, but the first and the last (ids), which fit their
+    longest text; a header line, and a cursor row."""
 
     DEFAULT_CSS = """
     TokenList {
@@ -109,6 +110,7 @@ class TokenList(ScrollView, can_focus=True):
         self._index = {key: n for n, (key, _) in enumerate(rows)}
         self._strips.clear()
         self.virtual_size = Size(self._width, len(rows) + 1)
+        self._fit()
         if selected in self._index:
             self.cursor = self._index[selected]
         else:
@@ -152,18 +154,36 @@ class TokenList(ScrollView, can_focus=True):
         return Strip(segments).extend_cell_length(max(self.size.width, self._width), base)
 
     def on_resize(self) -> None:
-        """Give a wide terminal's room to the first and the last column, and draw again."""
-        spare = max(0, self.size.width - 2 - sum(w + 1 for _, _, w in self.base_columns))
-        first, last = min(spare, 34), min(max(0, spare - 34), 24)
+        """Fit the columns to the new width, and draw again."""
+        self._fit()
+
+    def _fit(self) -> None:
+        """Size the first and the last column (ids) to their longest text, within the room.
+
+        The ids are what an operator reads; a column as wide as the widest id shows each whole
+        and leaves the rest of the line to the others, however long or short the ids are.
+        """
         columns = list(self.base_columns)
-        label, key, width = columns[0]
-        columns[0] = (label, key, width + first)
-        label, key, width = columns[-1]
-        columns[-1] = (label, key, width + last)
-        self.columns = tuple(columns)
-        self._width = sum(width + 1 for _, _, width in self.columns)
-        self.virtual_size = Size(self._width, len(self.rows) + 1)
-        self._strips.clear()
+        for index in (0, len(columns) - 1):
+            label, key, base = columns[index]
+            others = sum(w + 1 for n, (_, _, w) in enumerate(columns) if n != index)
+            room = max(base, self.size.width - 2 - others - 1)
+            columns[index] = (label, key, min(self._content_width(index), room))
+        if tuple(columns) != self.columns:
+            self.columns = tuple(columns)
+            self._width = sum(width + 1 for _, _, width in self.columns)
+            self.virtual_size = Size(self._width, len(self.rows) + 1)
+            self._strips.clear()
+            self.refresh()
+
+    def _content_width(self, index: int) -> int:
+        """The widest text of column `index`: its label or a cell (one drawn late counts not)."""
+        widest = len(self.base_columns[index][0])
+        for _, cells in self.rows:
+            cell = cells[index] if index < len(cells) else None
+            if isinstance(cell, Text):
+                widest = max(widest, cell.cell_len)
+        return widest
 
     def watch_cursor(self, old: int, new: int) -> None:
         """Redraw the two rows and keep the cursor in view."""

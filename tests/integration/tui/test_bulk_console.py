@@ -78,7 +78,7 @@ async def test_star_then_c_cancels_every_token_of_the_filter_with_a_reason(scene
             "cancel 3 tokens?\nevery token where status active\nORDER-1, ORDER-2, ORDER-3\n"
             "One bulk job acts on each, and goes on if the console closes."
         )
-        await pilot.press(*"the vendor is down")
+        await pilot.press("tab", *"the vendor is down")  # No has the focus; tab: the reason
         await answer_yes(pilot, confirm)
         job = scene.http.get("/bulk/1").json()
         assert (job["action"], job["filter"], job["matched"]) == (
@@ -182,7 +182,7 @@ async def test_b_lists_the_jobs(scene: Scene) -> None:
 def test_snapshot_bulk_confirmation(snap_compare: Snap, scene: Scene) -> None:
     async def ask(pilot: Pilot[Any]) -> None:
         await select_and_ask(pilot, "asterisk", "c")
-        await pilot.press(*"duplicates")
+        await pilot.press("tab", *"duplicates")
         await pilot.pause()
 
     assert snap_compare(scene.console(), terminal_size=(110, 28), run_before=ask)
@@ -217,3 +217,68 @@ async def test_the_cancel_confirmation_takes_a_reason(scene: Scene) -> None:
         await settle(pilot)
     by = {"actor": "alice", "reason": "duplicate order", "via": "console"}
     assert acts(scene, "ORDER-4") == [("cancelled", by)]
+
+
+async def test_y_starts_the_bulk_job_at_once(scene: Scene) -> None:
+    """Issue 30 item 5: the confirmation answers `y` as the single-token ones do."""
+    app = scene.console()
+    async with app.run_test(size=(130, 30)) as pilot:
+        confirm = await select_and_ask(pilot, "1", "asterisk", "p")  # active only, all, pause
+        assert confirm.focused is confirm.query_one("#no", Button)
+        assert str(confirm.query_one("#keys", Label).render()) == (
+            "y: pause them · n or esc: no · tab: a reason, then enter"
+        )
+        await pilot.press("y")
+        await wait_for(pilot, lambda: pilot.app.screen is not confirm)
+        await settle(pilot)
+        assert notes(pilot)[-1] == "bulk job 1: pause 3 tokens"
+    job = scene.http.get("/bulk/1").json()
+    assert (job["action"], job["filter"], job["matched"], job["by"]) == (
+        "pause",
+        {"status": ["active"]},
+        3,
+        CONSOLE_BY,
+    )
+
+
+async def test_enter_in_the_reason_starts_the_job_with_that_reason(scene: Scene) -> None:
+    app = scene.console()
+    async with app.run_test(size=(130, 30)) as pilot:
+        confirm = await select_and_ask(pilot, "2", "asterisk", "r")  # paused only, all, resume
+        await pilot.press("tab")
+        assert confirm.focused is confirm.query_one("#reason", Input)
+        await pilot.press(*"the vendor is back, say yes", "enter")
+        await wait_for(pilot, lambda: pilot.app.screen is not confirm)
+        await settle(pilot)
+    job = scene.http.get("/bulk/1").json()
+    assert (job["action"], job["filter"], job["matched"]) == ("resume", {"status": ["paused"]}, 1)
+    assert job["by"] == {**CONSOLE_BY, "reason": "the vendor is back, say yes"}
+
+
+async def test_n_and_escape_start_nothing_and_enter_on_no_neither(scene: Scene) -> None:
+    app = scene.console()
+    async with app.run_test(size=(130, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("asterisk")  # the selection stays after a No, for the next key
+        for key in ("n", "escape", "enter"):
+            await select_and_ask(pilot, "c")
+            await pilot.press(key)
+            await wait_for(pilot, lambda: not isinstance(pilot.app.screen, BulkConfirmScreen))
+            await settle(pilot)
+    assert scene.http.get("/bulk").json() == []
+
+
+async def test_a_bulk_fire_goes_from_field_to_field_with_enter(scene: Scene) -> None:
+    app = scene.console()
+    async with app.run_test(size=(130, 30)) as pilot:
+        confirm = await select_and_ask(pilot, "2", "asterisk", "f")  # paused only, all, fire
+        assert confirm.focused is confirm.query_one("#event", Input)
+        await pilot.press(*"submitted", "enter", "enter", *"by hand", "enter")
+        await wait_for(pilot, lambda: pilot.app.screen is not confirm)
+        await settle(pilot)
+    job = scene.http.get("/bulk/1").json()
+    assert (job["action"], job["event"], job["by"]) == (
+        "fire",
+        "submitted",
+        {**CONSOLE_BY, "reason": "by hand"},
+    )

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Input, Static
 from textual.worker import WorkerCancelled
 
 from stateous.control.clock import FakeClock
@@ -218,6 +218,91 @@ async def test_an_empty_inbox_says_so(tmp_path: Path) -> None:
             hint = str(app.screen.query_one("#inbox-hint", Static).render())
             assert hint == "No token waits for a person."
             assert header(app).endswith("inbox 0")
+
+
+async def test_the_inbox_answer_takes_a_reason(
+    scene: Scene, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30 item 5: the fire form (the inbox's answer) has the reason field of spec 80 §1;
+    `enter` in it sends, as `ctrl+s` does."""
+    monkeypatch.setenv("STATEOUS_ACTOR", "alice")
+    app = scene.console()
+    async with app.run_test(size=(130, 34)) as pilot:
+        await settle(pilot)
+        await pilot.press("i")
+        await settle(pilot)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, FireScreen))
+        form = app.screen
+        form.query_one("#reason", Input).focus()
+        await pilot.press(*"size M, as the customer said", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, InboxScreen))
+        await settle(pilot)
+    rows = scene.http.get("/tokens/ORDER-1/history").json()
+    accepted = [r["data"] for r in rows if r["kind"] == "event_accepted" and "by" in r["data"]]
+    assert [(d["event"], d["by"]) for d in accepted] == [
+        (
+            "submitted",
+            {"actor": "alice", "reason": "size M, as the customer said", "via": "console"},
+        )
+    ]
+
+
+async def test_the_leases_screen_lists_the_registry_and_the_queue(scene: Scene) -> None:
+    """box-1 holds ORDER-1's and ORDER-2's waiting tasks (no lease, so no renewal), box-2 is
+    stale and holds nothing, box-3 is gone; review has the two queued tasks of ORDER-3 and 4."""
+    app = scene.console()
+    async with app.run_test(size=(130, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("l")
+        await settle(pilot)
+        held = app.screen.query_one("#held", DataTable)
+        await wait_for(pilot, lambda: held.row_count == 2)
+        assert [plain(held.get_row_at(n)) for n in range(2)] == [
+            ["1", "ORDER-1", "draft", "1", "waiting", "box-1", "-", "35s ago"],
+            ["2", "ORDER-2", "draft", "1", "waiting", "box-1", "-", "35s ago"],
+        ]
+        supervisors = app.screen.query_one("#supervisors", DataTable)
+        assert [plain(supervisors.get_row_at(n)) for n in range(supervisors.row_count)] == [
+            ["box-1", "live", "2", "-"],
+            ["box-2", "stale", "0", "-"],
+        ]
+        queued = app.screen.query_one("#queued", DataTable)
+        assert [plain(queued.get_row_at(n)) for n in range(queued.row_count)] == [
+            ["review", "2", "35s"],
+        ]
+        assert not app.screen.query_one("#queued-panel").has_class("-empty")
+
+
+async def test_an_empty_leases_screen_says_so(tmp_path: Path) -> None:
+    clock = FakeClock()
+    with running_api(sqlite_url(tmp_path), ORDERS, clock) as api:
+        app = Scene(api, clock).console()
+        async with app.run_test(size=(100, 20)) as pilot:
+            await settle(pilot)
+            await pilot.press("l")
+            await settle(pilot)
+            screen = app.screen
+            await wait_for(pilot, lambda: screen.query_one("#queued-panel").has_class("-empty"))
+            lines = [
+                str(screen.query_one(f"{panel} .empty", Static).render())
+                for panel in ("#supervisors-panel", "#queued-panel")
+            ]
+            hint = str(screen.query_one("#held-hint", Static).render())
+    assert lines == [
+        "No supervisor holds a task, and none is registered.",
+        "No task is queued: the supervisors keep up.",
+    ]
+    assert hint == "No task is held: no supervisor is running a routine."
+
+
+def test_snapshot_leases(snap_compare: Snap, scene: Scene) -> None:
+    async def leases(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("l")
+        await settle(pilot)
+
+    assert snap_compare(scene.console(), terminal_size=(110, 24), run_before=leases)
 
 
 def test_snapshot_tokens_with_no_supervisor(snap_compare: Snap, scene: Scene) -> None:

@@ -142,8 +142,8 @@ async def test_star_then_r_is_a_bulk_retry_of_the_selection(scene: Scene) -> Non
             "retry 2 tokens?\nevery token where status failed\nORDER-1, ORDER-2\n"
             "One bulk job acts on each, and goes on if the console closes."
         )
-        assert str(confirm.query_one("#yes", Button).label) == "Retry them"
-        await pilot.press(*"vendor fixed")
+        assert str(confirm.query_one("#yes", Button).label) == "Retry them (y)"
+        await pilot.press("tab", *"vendor fixed")  # No has the focus; tab: the reason
         await answer_yes(pilot, confirm)
         assert not isinstance(app.screen, BulkConfirmScreen)
         assert notes(pilot)[-1] == "bulk job 1: retry 2 tokens"
@@ -190,7 +190,7 @@ async def test_star_then_m_says_a_move_is_for_one_token(scene: Scene) -> None:
 def test_snapshot_bulk_retry_confirmation(snap_compare: Snap, scene: Scene) -> None:
     async def ask(pilot: Pilot[Any]) -> None:
         await select_and_ask(pilot, "4", "asterisk", "R")
-        await pilot.press(*"vendor fixed")
+        await pilot.press("tab", *"vendor fixed")
         await pilot.pause()
 
     assert snap_compare(scene.console(), terminal_size=(110, 28), run_before=ask)

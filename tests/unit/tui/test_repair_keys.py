@@ -164,3 +164,40 @@ def test_retry_confirmation_snapshot(
         await pilot.pause()
 
     assert snap_compare(console(), terminal_size=(100, 24), run_before=retry)
+
+
+async def test_retry_takes_a_reason_typed_after_tab_and_enter_sends_it(
+    console: Callable[..., ConsoleApp], recorded: Recorded
+) -> None:
+    app = console()
+    async with app.run_test(size=(140, 30)) as pilot:
+        await open_token(pilot, app, "ORDER-5")
+        await pilot.press("R")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert app.screen.focused is app.screen.query_one("#no")
+        await pilot.press("tab", *"vendor back", "enter")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+    assert recorded.requests == [
+        "retry ORDER-5 {'actor': 'alice', 'reason': 'vendor back', 'via': 'console'}"
+    ]
+
+
+async def test_move_names_the_token_and_takes_a_reason(
+    console: Callable[..., ConsoleApp], recorded: Recorded
+) -> None:
+    app = console()
+    async with app.run_test(size=(140, 30)) as pilot:
+        await open_token(pilot, app, "ORDER-1")
+        await pilot.press("m")
+        await wait_for(pilot, lambda: isinstance(app.screen, MoveScreen))
+        assert str(app.screen.query_one("#question").render()) == (
+            "move ORDER-1 (in review, active) to which state?"
+        )
+        app.screen.query_one(OptionList).highlighted = 0
+        await pilot.press("tab", *"done by hand", "enter")  # enter in the reason: move
+        await settle(pilot)
+        assert not isinstance(app.screen, MoveScreen)
+    assert recorded.requests == [
+        "move ORDER-1 draft {'actor': 'alice', 'reason': 'done by hand', 'via': 'console'}"
+    ]

@@ -152,3 +152,24 @@ async def test_cancel_asks_first_naming_the_children(
         await settle(pilot)
         assert recorded.requests == ["cancel ORDER-3"]
         assert app.screen.query_one("#tokens", TokenList).row("ORDER-3")[3].plain == "cancelled"
+
+
+async def test_the_id_column_is_as_wide_as_the_longest_id(
+    console: Callable[..., ConsoleApp],
+) -> None:
+    app = console()
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one("#tokens", TokenList)
+        # The longest: the child "└ ORDER-3.checks.1.stock" (24), and its parent "ORDER-3".
+        assert [(label, width) for label, _, width in table.columns] == [
+            ("id", 24),
+            ("state", 12),
+            ("visit", 5),
+            ("status", 9),
+            ("in state", 8),
+            ("parent", 7),
+        ]
+        await pilot.press("h")  # children hidden: the ids are 7 wide, the parent column empty
+        await settle(pilot)
+        assert [width for _, _, width in table.columns] == [7, 12, 5, 9, 8, 6]
