@@ -305,6 +305,19 @@ def test_snapshot_leases(snap_compare: Snap, scene: Scene) -> None:
     assert snap_compare(scene.console(), terminal_size=(110, 24), run_before=leases)
 
 
+def test_snapshot_empty_leases(snap_compare: Snap, tmp_path: Path) -> None:
+    clock = FakeClock()
+    with running_api(sqlite_url(tmp_path), ORDERS, clock) as api:
+
+        async def leases(pilot: Pilot[Any]) -> None:
+            await settle(pilot)
+            await pilot.press("l")
+            await settle(pilot)
+
+        app = Scene(api, clock).console()
+        assert snap_compare(app, terminal_size=(110, 16), run_before=leases)
+
+
 def test_snapshot_tokens_with_no_supervisor(snap_compare: Snap, scene: Scene) -> None:
     assert snap_compare(scene.console(), terminal_size=(110, 24), run_before=settle)
 
