@@ -21,10 +21,12 @@ from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import StoreError
 from stateous.control.hold import Hold
 from stateous.control.plane import Plane
+from stateous.control.served import follow_current, load_versions
 from stateous.control.settings import Settings
 from stateous.control.store import migrate
 from stateous.control.store.control_plane import read_control_plane
 from stateous.control.store.db import Store, mask_url
+from stateous.control.store.versions import is_on_record
 from stateous.model.errors import StateousError
 from stateous.model.graph import Graph
 
@@ -115,8 +117,11 @@ async def open_replica(
         if store.sqlite:
             raise StateousError(NEEDS_POSTGRES)
         recorded = await wait_for_schema(store, mask_url(settings.db_url), _say)
-        if recorded != graph.structure:
+        # Any graph file on record may serve (spec 90 §2); new tokens start on the holder's.
+        if not await to_thread.run_sync(store.read, lambda c: is_on_record(c, graph.checksum)):
             raise StateousError(other_structure(recorded, graph.structure))
+        versions = await to_thread.run_sync(load_versions, store, graph)
+        await to_thread.run_sync(follow_current, store, versions)
     except BaseException:
         store.engine.dispose()
         raise
@@ -127,5 +132,5 @@ async def open_replica(
         renew_every=settings.since_every,
         holding=False,
     )
-    plane = Plane(store, EngineConfig(graph, settings.lease), clock, role="replica")
+    plane = Plane(store, EngineConfig(graph, settings.lease, versions), clock, role="replica")
     return plane, hold

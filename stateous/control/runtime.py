@@ -29,10 +29,14 @@ from stateous.control.listener import Listener, close_quietly
 from stateous.control.plane import Plane
 from stateous.control.presence import Presence
 from stateous.control.replica import open_replica
+from stateous.control.served import (
+    follow_current,
+    load_versions,
+    older_versions_line,
+    record_served,
+)
 from stateous.control.settings import Settings
-from stateous.control.store.control_plane import read_control_plane, write_control_plane
 from stateous.control.store.db import Store, make_engine, mask_url
-from stateous.control.store.tokens import count_live
 from stateous.control.ticker import Ticker
 from stateous.model import logs
 from stateous.model.errors import StateousError
@@ -92,28 +96,21 @@ def open_plane(settings: Settings, graph: Graph, clock: Clock) -> tuple[Plane, H
         store.engine.dispose()
         raise StateousError(f"cannot open the database {url}: {_reason(exc)}") from exc
     try:
-        record_structure(store, graph)
+        serve_version(store, graph, clock)
+        versions = load_versions(store, graph)
     except BaseException:
         hold.give_up()
         store.engine.dispose()
         raise
-    return Plane(store, EngineConfig(graph, settings.lease), clock), hold
+    return Plane(store, EngineConfig(graph, settings.lease, versions), clock), hold
 
 
-def record_structure(store: Store, graph: Graph) -> None:
-    """Compare the graph's structure with the one on record (spec 20 §2.4), then record it."""
+def serve_version(store: Store, graph: Graph, clock: Clock) -> None:
+    """Record the graph as a version and make it current (spec 90 §2, replacing spec 20
+    §2.4's refusal of another structure)."""
     try:
         with store.begin() as conn:
-            row = read_control_plane(conn, for_update=True)
-            if row.structure is not None and row.structure != graph.structure:
-                live = count_live(conn)
-                if live:
-                    raise StateousError(
-                        f"refusing to serve: {live} token(s) are active or paused on another "
-                        f"structure of the workflow {graph.workflow!r}; serve the graph file they "
-                        "started on until they end, or cancel them"
-                    )
-            write_control_plane(conn, structure=graph.structure, checksum=graph.checksum)
+            record_served(conn, graph, clock.now())
     except SQLAlchemyError as exc:
         raise StateousError(f"cannot use the database: {_reason(exc)}") from exc
 
@@ -170,8 +167,12 @@ class ControlPlane:
         )
 
     def _took_hold(self) -> None:
-        """A replica took the hold (its clock logged it): it is the holder from now on."""
+        """A replica took the hold (its clock logged it): it is the holder from now on, and
+        its own graph file the current version (spec 90 §2)."""
         self.plane.role = "holder"
+        graph = read_graph_file(self.settings.graph_path)
+        serve_version(self.plane.store, graph, self.plane.clock)
+        self.plane.config.versions.make_current(graph)
         # Called in the clock's worker thread: the event belongs to the event loop.
         self._loop.call_soon_threadsafe(self.holding.set)
 
@@ -180,7 +181,14 @@ class ControlPlane:
 
         A replica's clock only tries the hold until it gets it (spec 85 §1)."""
         hold = self.hold
-        ticker = Ticker(self.plane, hold, self.settings.tick, runs_clock=lambda: hold.holding)
+        store, versions = self.plane.store, self.plane.config.versions
+        ticker = Ticker(
+            self.plane,
+            hold,
+            self.settings.tick,
+            runs_clock=lambda: hold.holding,
+            follow=lambda: follow_current(store, versions),
+        )
         if not await ticker.run(self.stop_event):
             self.take_over()
 
@@ -305,6 +313,10 @@ async def run_control_plane(
     for sig, handler in handlers.items():
         loop.add_signal_handler(sig, handler)
     print(f"serving on {url} (Ctrl-C stops)", file=sys.stderr, flush=True)
+    current = plane.config.graph
+    older = plane.store.read(lambda conn: older_versions_line(conn, current))
+    if older is not None:
+        print(older, file=sys.stderr, flush=True)
     try:
         code = await running.serve(sock, extra)
     finally:

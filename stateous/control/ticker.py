@@ -73,6 +73,8 @@ class Ticker:
     #: Whether this control plane runs the clock (a replica: only once it holds the database,
     #: spec 85 §1); None: always.
     runs_clock: Callable[[], bool] | None = None
+    #: A replica's tick before it holds: follow the holder's current version (spec 90 §2).
+    follow: Callable[[], None] | None = None
 
     @property
     def interval_text(self) -> str:
@@ -99,12 +101,21 @@ class Ticker:
         if not self.plane.serving:
             return TickResult(lost=True)
         if not runs:
+            self._follow()
             return TickResult(skipped=True)
         leases, failed_leases, gave_up = self._each(expired_leases, self._expire)
         if gave_up:
             return TickResult(leases, 0, failed_leases)
         timers, failed_timers, _ = self._each(due_timers, self._fire)
         return TickResult(leases, timers, failed_leases + failed_timers)
+
+    def _follow(self) -> None:
+        if self.follow is None:
+            return
+        try:
+            self.follow()
+        except Exception as exc:  # the next tick tries again
+            log.warning("cannot read the holder's current version (%s)", one_line(exc))
 
     def _lost(self) -> TickResult:
         log.error(TAKEN)

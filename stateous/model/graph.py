@@ -97,6 +97,10 @@ class WorkflowBody:
     states: dict[str, StateSpec]
     events: dict[str, EventSpec]
     transitions: list[TransitionSpec]
+    #: The structure of the graph the body belongs to (spec 90: tokens run on their own).
+    structure: str = ""
+    #: The graph's `schemas`, where the body's models are.
+    schemas: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
     _groups: dict[tuple[str, str], list[TransitionSpec]] = field(
         default_factory=dict, repr=False, compare=False
     )
@@ -155,7 +159,8 @@ def load_graph(text: str) -> Graph:
     doc = _parse_json(text)
     _check_top(doc)
     children = doc.get("workflows", {})
-    main = _body(doc["workflow"], doc, children, prefix="the graph file's ")
+    structure = structure_of(doc)
+    main = _body(doc["workflow"], doc, doc, "the graph file's ", structure)
     bodies = {main.name: main}
     for name, child in children.items():
         where = f"the graph file's workflow {name!r}"
@@ -165,14 +170,14 @@ def load_graph(text: str) -> Graph:
             if key not in child:
                 raise GraphFileError(f"{where} has no {key!r}")
         # The spec words child state problems like the top's: `the graph file's state ...`.
-        bodies[name] = _body(name, child, children, prefix="the graph file's ")
+        bodies[name] = _body(name, child, doc, "the graph file's ", structure)
     schemas = doc["schemas"]
     _check_models(bodies, schemas)
     return Graph(
         doc=doc,
         workflow=doc["workflow"],
         checksum=checksum_of(doc),
-        structure=structure_of(doc),
+        structure=structure,
         bodies=bodies,
         schemas=schemas,
     )
@@ -212,8 +217,12 @@ def _check_top(doc: Any) -> None:
         raise GraphFileError("the graph file's 'schemas' is not an object")
 
 
-def _body(name: str, raw: dict[str, Any], children: Mapping[str, Any], prefix: str) -> WorkflowBody:
-    """Check and read one body; `prefix` starts each message (`the graph file's ` for the top)."""
+def _body(
+    name: str, raw: dict[str, Any], doc: dict[str, Any], prefix: str, structure: str
+) -> WorkflowBody:
+    """Check and read one body of `doc`; `prefix` starts each message (`the graph file's ` for
+    the top)."""
+    children = doc.get("workflows", {})
     if not isinstance(raw["states"], dict):
         raise GraphFileError(f"{prefix}'states' is not an object")
     states = {s: _state(s, entry, children, prefix) for s, entry in raw["states"].items()}
@@ -222,7 +231,11 @@ def _body(name: str, raw: dict[str, Any], children: Mapping[str, Any], prefix: s
     context = raw.get("context")
     if context is not None and not isinstance(context, str):
         raise GraphFileError(f"{prefix}'context' is not a model name")
-    return WorkflowBody(name, context, states, events, transitions)
+    schemas = doc.get("schemas")
+    return WorkflowBody(
+        name, context, states, events, transitions, structure,
+        schemas if isinstance(schemas, dict) else {},
+    )  # fmt: skip
 
 
 def _state(name: str, entry: Any, children: Mapping[str, Any], prefix: str) -> StateSpec:

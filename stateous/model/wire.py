@@ -51,6 +51,8 @@ class TokenWire(TypedDict):
     context: dict[str, Any]
     entered_at: str
     parent: NotRequired[str]
+    #: The structure the token runs on (spec 90 §3), the full `sha256:…`.
+    structure: NotRequired[str]
 
 
 class DuplicateWire(TypedDict):

@@ -8,7 +8,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from anyio import CapacityLimiter
+from anyio import CapacityLimiter, to_thread
 from litestar import Litestar, Request, Response, get, post, put
 from litestar.exceptions import MethodNotAllowedException
 from litestar.params import FromPath
@@ -40,10 +40,12 @@ from stateous.control.engine.heartbeat import heartbeat
 from stateous.control.engine.memory import write_memory
 from stateous.control.engine.note import note
 from stateous.control.engine.pause import pause
+from stateous.control.engine.reads import versions_wire
 from stateous.control.engine.report import report
 from stateous.control.engine.resume import resume
 from stateous.control.engine.start_many import StartArgs
 from stateous.control.engine.views import token_wire
+from stateous.control.errors import not_found
 from stateous.control.plane import Plane
 from stateous.control.starts_together import start_alone
 from stateous.control.store.db import ENGINE_CALLS
@@ -76,10 +78,15 @@ async def start_token(request: Request[Any, Any, Any]) -> Response[bytes]:
 @get("/tokens")
 async def list_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Tokens, most recently moved first."""
-    query = {name: request.query_params.get(name) for name in ("status", "parent", "limit")}
-    status, parent, limit = bodies.listing_args(query)
+    names = ("status", "parent", "limit", "structure")
+    query = {name: request.query_params.get(name) for name in names}
+    status, parent, limit, structure = bodies.listing_args(query)
     return answer(
-        await run(request, "list", lambda conn: reads.list_tokens(conn, status, parent, limit))
+        await run(
+            request,
+            "list",
+            lambda conn: reads.list_tokens(conn, status, parent, limit, structure),
+        )
     )
 
 
@@ -148,10 +155,24 @@ cancel_token = _steer_route("/tokens/{token_id:str}/cancel", "cancel", cancel)
 
 @get("/workflow")
 async def workflow(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """The graph document as loaded."""
+    """The current graph document; with `checksum=`, that version's (spec 90 §3)."""
     plane = plane_of(request)
     plane.check_serving()
-    return answer(plane.config.graph.doc)
+    checksum = request.query_params.get("checksum")
+    if checksum is None:
+        return answer(plane.config.graph.doc)
+    graph = await to_thread.run_sync(plane.config.versions.by_checksum, checksum)
+    if graph is None:
+        raise not_found("version_not_found", f"no version {checksum!r} was ever served")
+    return answer(graph.doc)
+
+
+@get("/workflow/versions")
+async def workflow_versions(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """The versions on record, newest first, with their live top tokens (spec 90 §3)."""
+    plane = plane_of(request)
+    current = plane.config.graph.checksum
+    return answer(await run(request, "versions", lambda conn: versions_wire(conn, current)))
 
 
 @get("/health")
@@ -170,18 +191,19 @@ async def claim_reply(plane: Plane, receive: Receive, body: dict[str, Any]) -> R
     """Claim a task: a grant, or `204`; with `wait`, hold the request until one is queued;
     with `max`, several (spec 75 §1). `receive` tells when the caller hangs up."""
     supervisor, states, request_id = bodies.claim_args(body)
+    structure = bodies.claim_structure(body, plane.config.versions)
     wait = longpoll.wait_arg(body)
     most = bodies.max_arg(body)
     if most is not None:  # several tasks at once (spec 75 §1)
         return await batch_routes.claim_several(
-            plane, receive, supervisor, states, request_id, wait, most
+            plane, receive, supervisor, states, request_id, wait, most, structure
         )
     if not states and request_id is None:
         plane.check_serving()
         return 204, None
 
     def work(conn: Connection) -> Any:
-        return claim(conn, plane.clock, plane.config, supervisor, states, request_id)
+        return claim(conn, plane.clock, plane.config, supervisor, states, request_id, structure)
 
     async def attempt() -> Any:
         return await plane.run_async("claim", work)
@@ -263,8 +285,8 @@ async def memory_task(request: Request[Any, Any, Any], task: FromPath[str]) -> R
 
 ROUTES = [
     start_token, list_tokens, get_token, token_history, fire_event, pause_token, resume_token,
-    cancel_token, workflow, health, claim_task, heartbeat_tasks, report_task, note_task, memory_task,
-    metrics_route,
+    cancel_token, workflow, workflow_versions, health, claim_task, heartbeat_tasks, report_task,
+    note_task, memory_task, metrics_route,
 ]  # fmt: skip
 
 

@@ -185,14 +185,18 @@ async def claim_several(
     request_id: str | None,
     wait: float,
     most: int,
+    structure: str,
 ) -> Reply:
-    """`POST /tasks/claim` with `max` (spec 75 §1): `{"grants": [...]}`, or `204`."""
+    """`POST /tasks/claim` with `max` (spec 75 §1): `{"grants": [...]}`, or `204`; tasks of
+    `structure` only (spec 90 §4)."""
     if not states and request_id is None:
         plane.check_serving()
         return 204, None
 
     def work(conn: Connection) -> list[Any] | None:
-        grants = claim_many(conn, plane.clock, plane.config, supervisor, states, request_id, most)
+        grants = claim_many(
+            conn, plane.clock, plane.config, supervisor, states, request_id, most, structure
+        )
         return grants or None
 
     async def attempt() -> list[Any] | None:

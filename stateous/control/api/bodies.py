@@ -11,6 +11,7 @@ from typing import Any
 
 from stateous.control.engine.moves import Schedule
 from stateous.control.engine.report import Outcome
+from stateous.control.engine.versions import Versions
 from stateous.control.errors import Refusal, invalid
 from stateous.model.durations import DurationError, parse_duration
 from stateous.model.wire import TOKEN_STATUSES
@@ -22,6 +23,8 @@ DIGITS = re.compile(r"[0-9]+")
 #: The ways an operator's act can come (spec 80 §1).
 VIAS = ("cli", "console", "client", "api")
 BY_PARTS = ("actor", "reason", "via")
+#: A checksum or a structure: `sha256:` and 64 lower-case hex digits.
+CHECKSUM = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def bad_request(message: str) -> Refusal:
@@ -109,6 +112,18 @@ def claim_args(body: Mapping[str, Any]) -> tuple[str, list[str], str | None]:
     if request is not None and (not isinstance(request, str) or not REQUEST_ID.fullmatch(request)):
         raise invalid("invalid_argument", "'request' is 1 to 64 letters, digits, '.', '_' or '-'")
     return supervisor, states, request
+
+
+def claim_structure(body: Mapping[str, Any], versions: Versions) -> str:
+    """The structure whose tasks a claim is granted (spec 90 §4): its `checksum`'s, else the
+    current one; a checksum never served is `invalid_argument`."""
+    checksum = body.get("checksum")
+    if checksum is None:
+        return versions.current.structure
+    graph = versions.by_checksum(checksum) if isinstance(checksum, str) else None
+    if graph is None:
+        raise invalid("invalid_argument", f"'checksum' {checksum!r} is not a version on record")
+    return graph.structure
 
 
 def heartbeat_args(body: Mapping[str, Any]) -> tuple[str, list[int]]:
@@ -201,9 +216,14 @@ def memory_args(body: Mapping[str, Any]) -> tuple[str, Any, int | None]:
     return key, body["value"], attempt_arg(body)
 
 
-def listing_args(query: Mapping[str, str | None]) -> tuple[str | None, str | None, int]:
-    """`status`, `parent` and `limit` of `GET /tokens`."""
+def listing_args(
+    query: Mapping[str, str | None],
+) -> tuple[str | None, str | None, int, str | None]:
+    """`status`, `parent`, `limit` and `structure` of `GET /tokens`."""
     status, parent, limit_text = query.get("status"), query.get("parent"), query.get("limit")
+    structure = query.get("structure")
+    if structure is not None and not CHECKSUM.fullmatch(structure):
+        raise invalid("invalid_argument", "'structure' is 'sha256:' and 64 hex digits")
     if status is not None and status not in TOKEN_STATUSES:
         raise invalid("invalid_argument", "'status' is one of " + ", ".join(TOKEN_STATUSES))
     if parent is not None and not 1 <= len(parent) <= 128:
@@ -217,7 +237,7 @@ def listing_args(query: Mapping[str, str | None]) -> tuple[str | None, str | Non
         ):
             raise invalid("invalid_argument", "'limit' is a whole number from 1 to 1000")
         limit = int(limit_text)
-    return status, parent, limit
+    return status, parent, limit, structure
 
 
 def by_arg(body: Mapping[str, Any], actor: str | None = None) -> dict[str, Any] | None:

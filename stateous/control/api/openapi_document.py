@@ -41,6 +41,7 @@ class Token(_Open):
     context: dict[str, Any]
     entered_at: str
     parent: str = Field(default="", description="Present only on a child token.")
+    structure: str = Field(default="", description="The structure the token runs on (sha256:…).")
 
 
 class Duplicate(_Open):
@@ -485,7 +486,7 @@ REFUSALS = {
 
 QUERIES: dict[str, list[tuple[str, str]]] = {
     "/tokens": [("status", "One of the token statuses"), ("parent", "A parent's id"),
-                ("limit", "1 to 1000, default 100")],
+                ("structure", "A structure (sha256:…)"), ("limit", "1 to 1000, default 100")],
     "/tasks": [("status", "One of the task statuses"), ("token", "A token id"),
                ("state", "A state"), ("supervisor", "A supervisor name"),
                ("limit", "1 to 1000, default 100")],

@@ -28,6 +28,6 @@ def cancel(
     rule = "only an active or paused token can be cancelled"
     token = steered_token(tx, token_id, "cancelled", ("active", "paused"), rule)
     acting(tx, token.token, frozenset({"cancelled"}), by)
-    token = cancel_token(tx, config.body(token.workflow), token, {})
+    token = cancel_token(tx, config.body_of(token), token, {})
     tx.flush()
     return token

@@ -11,6 +11,8 @@ from stateous.control.engine.tx import Tx
 from stateous.control.errors import conflict, not_found, rejected
 from stateous.control.store.records import TaskRecord, TokenRecord
 from stateous.control.store.tasks import task_token_seq
+from stateous.model.graph import WorkflowBody
+from stateous.model.validation import validator_for
 
 
 def no_token(token_id: str) -> Exception:
@@ -47,9 +49,10 @@ def reject(tx: Tx, token: TokenRecord, event: str, refusal: Refused, code: str) 
 
 
 def payload_errors(
-    tx: Tx, model: str | None, event: str, payload: Mapping[str, Any] | None
+    body: WorkflowBody, model: str | None, event: str, payload: Mapping[str, Any] | None
 ) -> str | None:
-    """Errors of a payload against the event's model (null checked as `{}`), or None."""
+    """Errors of a payload against the event's model in `body`'s graph (null checked as
+    `{}`), or None."""
     if model is None:
         return None if not payload else f"{event!r} carries no payload"
-    return tx.config.model(model).errors(dict(payload or {}))
+    return validator_for(body.schemas, model).errors(dict(payload or {}))

@@ -11,6 +11,7 @@ from stateous.control.engine.tx import Tx
 from stateous.control.store.records import TokenRecord
 from stateous.control.store.tokens import get_token, token_folded
 from stateous.model.graph import StateSpec
+from stateous.model.validation import validator_for
 
 MAX_ID = 128
 
@@ -21,20 +22,31 @@ def child_id(parent: str, state: str, visit: int, workflow: str) -> str:
 
 
 def child_context(
-    tx: Tx, workflow: str, context: Mapping[str, Any], inputs: tuple[str, ...]
+    tx: Tx,
+    workflow: str,
+    context: Mapping[str, Any],
+    inputs: tuple[str, ...],
+    structure: str | None,
 ) -> dict[str, Any]:
-    """The parent's context restricted to `inputs` (present keys, in order), plus defaults."""
+    """The parent's context restricted to `inputs` (present keys, in order), plus defaults of
+    the child's model in the parent's version (`structure`)."""
     given = {key: context[key] for key in inputs if key in context}
-    body = tx.config.body(workflow)
+    body = tx.config.body(workflow, structure)
     if body.context is None:
         return given
-    return tx.config.model(body.context).with_defaults(given)
+    return validator_for(body.schemas, body.context).with_defaults(given)
 
 
 def children_problem(
-    tx: Tx, parent: str, spec: StateSpec, visit: int, context: Mapping[str, Any]
+    tx: Tx,
+    parent: str,
+    spec: StateSpec,
+    visit: int,
+    context: Mapping[str, Any],
+    structure: str | None,
 ) -> str | None:
-    """Why a child of `spec` could not start, or None when all can (changes nothing)."""
+    """Why a child of `spec` (a state of the version `structure`) could not start, or None
+    when all can (changes nothing)."""
     for workflow in spec.parallel:
         cid = child_id(parent, spec.name, visit, workflow)
         if len(cid) > MAX_ID:
@@ -44,16 +56,17 @@ def children_problem(
             )
         if token_folded(tx.conn, cid) is not None:
             return f"the child id {cid!r} is taken by another token"
-        problem = _start_problem(
-            tx, cid, workflow, child_context(tx, workflow, context, spec.inputs)
-        )
+        given = child_context(tx, workflow, context, spec.inputs, structure)
+        problem = _start_problem(tx, cid, workflow, given, structure)
         if problem is not None:
             return f"the child {workflow!r} of {spec.name!r} cannot start: {problem}"
     return None
 
 
-def _start_problem(tx: Tx, cid: str, workflow: str, context: dict[str, Any]) -> str | None:
-    body = tx.config.body(workflow)
+def _start_problem(
+    tx: Tx, cid: str, workflow: str, context: dict[str, Any], structure: str | None
+) -> str | None:
+    body = tx.config.body(workflow, structure)
     errors = context_errors(tx, body, context)
     if errors is not None:
         return f"its context breaks the schema: {errors}"
@@ -62,7 +75,7 @@ def _start_problem(tx: Tx, cid: str, workflow: str, context: dict[str, Any]) -> 
         return chosen
     target = body.states.get(chosen.target)
     if target is not None and target.is_parallel:
-        return children_problem(tx, cid, target, 1, context)
+        return children_problem(tx, cid, target, 1, context, structure)
     return None
 
 

@@ -11,13 +11,14 @@ from typing import Any
 from stateous.control.engine.tx import Tx
 from stateous.model.graph import START, STARTED, TransitionSpec, WorkflowBody
 from stateous.model.guards import GuardEnv
+from stateous.model.validation import validator_for
 
 
 def context_errors(tx: Tx, body: WorkflowBody, context: Mapping[str, Any]) -> str | None:
     """The context model's errors for `context`, or None (a workflow without a model: None)."""
     if body.context is None:
         return None
-    return tx.config.model(body.context).errors(dict(context))
+    return validator_for(body.schemas, body.context).errors(dict(context))
 
 
 def targets_text(transitions: Sequence[TransitionSpec]) -> str:

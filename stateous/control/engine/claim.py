@@ -47,8 +47,10 @@ def claim(
     supervisor: str,
     states: Sequence[str],
     request: str | None,
+    structure: str | None = None,
 ) -> GrantWire | None:
-    """Claim the oldest queued task of the served states, or repeat a lost answer; None: `204`."""
+    """Claim the oldest queued task of the served states, or repeat a lost answer; None: `204`.
+    Only tasks of tokens on `structure` (None: the current one) are granted (spec 90 §4)."""
     if not states and request is None:
         return None
     tx = Tx.open(conn, clock, config)
@@ -57,7 +59,7 @@ def claim(
         repeated = _repeat(tx, supervisor, str(request), row)
         if repeated is not None:
             return repeated
-    taken = _new_claims(tx, supervisor, states, 1)
+    taken = _new_claims(tx, supervisor, states, 1, structure)
     if row is not None:
         _save(tx, row, str(request), taken)
     grants = _granted(tx, supervisor, taken)
@@ -72,6 +74,7 @@ def claim_many(
     states: Sequence[str],
     request: str | None,
     most: int,
+    structure: str | None = None,
 ) -> list[GrantWire]:
     """Claim up to `most` of the oldest queued tasks in one operation (spec 75 §1), or repeat
     the last claim's grants that this supervisor still holds; an empty list: `204`."""
@@ -83,7 +86,7 @@ def claim_many(
         repeated = _repeat_all(tx, supervisor, str(request), row)
         if repeated:
             return repeated
-    taken = _new_claims(tx, supervisor, states, most)
+    taken = _new_claims(tx, supervisor, states, most, structure)
     if row is not None:
         _save(tx, row, str(request), taken)
     return _granted(tx, supervisor, taken)
@@ -149,8 +152,11 @@ def _renewed(tx: Tx, supervisor: str, task_id: int, attempt: int) -> GrantWire |
 # --- a new claim --------------------------------------------------------------------------------
 
 
-def _new_claims(tx: Tx, supervisor: str, states: Sequence[str], most: int) -> list[Taken]:
-    """Take up to `most` of the oldest claimable queued tasks of the served states.
+def _new_claims(
+    tx: Tx, supervisor: str, states: Sequence[str], most: int, structure: str | None
+) -> list[Taken]:
+    """Take up to `most` of the oldest claimable queued tasks of the served states, of
+    tokens on `structure` (None: the current one).
 
     The candidates are locked, read again and claimed a few statements at a time, not three
     per task: their families' locks in one statement, then one read of those locked, then one
@@ -162,7 +168,8 @@ def _new_claims(tx: Tx, supervisor: str, states: Sequence[str], most: int) -> li
         return []
     # SQLite's one writer always gets the first candidates; Postgres may find families busy.
     limit = CANDIDATES + most - 1 if tx.locks else most
-    rest = _with_tops(tx, queued_candidates(tx.conn, pairs, limit))
+    served = structure or tx.graph.structure
+    rest = _with_tops(tx, queued_candidates(tx.conn, served, pairs, limit))
     taken: list[Taken] = []
     while rest and len(taken) < most:
         locked, rest = _lock_families(tx, rest, most - len(taken))

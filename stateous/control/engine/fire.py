@@ -62,7 +62,7 @@ def fire(
     acting(tx, token.token, FIRED, by)
     if key is not None and key_used(conn, token.token, key):
         return Fired(token, duplicate=True)
-    body = config.body(token.workflow)
+    body = config.body_of(token)
     if token.status in ENDED:
         reason = f"token {token.token!r} is {token.status}; it takes no events"
         raise reject(tx, token, event, Refused(reason), "token_not_active")
@@ -73,7 +73,7 @@ def fire(
     if spec is None:
         reason = f"the workflow {body.name!r} has no event {event!r}"
         raise reject(tx, token, event, Refused(reason), "event_not_allowed")
-    errors = payload_errors(tx, spec.payload, event, payload)
+    errors = payload_errors(body, spec.payload, event, payload)
     if errors is not None:
         raise invalid("invalid_payload", f"{event}: {errors}")
     if token.status == "paused":

@@ -23,7 +23,7 @@ def family(tx: Tx, top: str) -> list[TokenRecord]:
     if token is None:
         return []
     members = [token]
-    body = tx.config.body(token.workflow)
+    body = tx.config.body_of(token)
     spec = body.states.get(token.state)
     if spec is not None and spec.is_parallel:
         for workflow in spec.parallel:

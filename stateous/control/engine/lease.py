@@ -27,6 +27,6 @@ def expire_lease(conn: Connection, clock: Clock, config: EngineConfig, task_id: 
     if not ended or token is None or task is None:
         return False
     error = f"{task.claimed_by} stopped answering: no heartbeat for 2 minutes"
-    failed_attempt(tx, config.body(token.workflow), token, task, error)
+    failed_attempt(tx, config.body_of(token), token, task, error)
     tx.flush()
     return True

@@ -58,7 +58,7 @@ def move(
             f"token {token.token!r} is {token.status}; only an active, paused or failed token "
             "can be moved",
         )
-    body = config.body(token.workflow)
+    body = config.body_of(token)
     _check_target(body, to)
     writes = dict(context or {})
     merged = {**token.context, **writes}

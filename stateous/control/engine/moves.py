@@ -64,13 +64,14 @@ def create_token(
     token = TokenRecord(
         token=token_id, state=START, status="active", visit=0, context=context,
         entered_at=tx.now, parent=parent, workflow=body.name if parent is not None else None,
+        structure=body.structure,
     )  # fmt: skip
     target = body.states.get(transition.target)
     if target is not None and not target.is_parallel:
         # The common start: the row is inserted once, already in its first state.
         token = replace(token, state=target.name, visit=1)
         insert_token(tx.conn, token)
-        task = insert_task(tx.raw, token.token, target.name, 1, tx.now)
+        task = insert_task(tx.raw, token.token, target.name, 1, tx.now, body.structure)
         write_first_entry(tx, token, task, target.timeout_seconds)
         return token
     insert_token(tx.conn, token)
@@ -129,7 +130,7 @@ def enter(
     elif queued is not None:
         task, visit = queued
     else:  # the task and its visit in one statement
-        task, visit = queue_next_visit(tx.raw, token.token, state, tx.now)
+        task, visit = queue_next_visit(tx.raw, token.token, state, tx.now, body.structure)
     tx.write(token.token, "entered", {"state": state, "visit": visit})
     tx.update_token(token.token, state=state, visit=visit, entered_at=tx.now)
     token = replace(token, state=state, visit=visit, entered_at=tx.now)
@@ -163,7 +164,9 @@ def leave(
     target = body.states.get(enters) if enters is not None else None
     queued = None
     if target is not None and not target.is_parallel and not parallel:
-        closed, queued = leave_and_queue(tx.raw, token.token, done, target.name, tx.now)
+        closed, queued = leave_and_queue(
+            tx.raw, token.token, done, target.name, tx.now, body.structure
+        )
     else:
         closed = leave_tasks_and_timers(tx.raw, token.token, done)
     for task_id, status in closed:
@@ -247,8 +250,8 @@ def start_children(tx: Tx, parent: TokenRecord, spec: StateSpec, visit: int) -> 
     for workflow in spec.parallel:
         cid = child_id(parent.token, spec.name, visit, workflow)
         tx.write(parent.token, "branch_started", {"workflow": workflow, "token": cid})
-        context = child_context(tx, workflow, parent.context, spec.inputs)
-        body = tx.config.body(workflow)
+        context = child_context(tx, workflow, parent.context, spec.inputs, parent.structure)
+        body = tx.config.body(workflow, parent.structure)
         chosen = choose_start(body, context)
         if isinstance(chosen, str):  # checked by Decide; a graph changed under us
             raise AssertionError(chosen)
@@ -259,7 +262,7 @@ def cancel_live_children(tx: Tx, parent: TokenRecord, spec: StateSpec, reason: s
     """Cancel each live child of the current visit with `cancelled {reason}`."""
     for child in current_children(tx, parent, spec):
         if child.status in LIVE:
-            cancel_token(tx, tx.config.body(child.workflow), child, {"reason": reason})
+            cancel_token(tx, tx.config.body_of(child), child, {"reason": reason})
 
 
 def check_join(tx: Tx, child: TokenRecord) -> None:
@@ -269,7 +272,7 @@ def check_join(tx: Tx, child: TokenRecord) -> None:
     parent = get_token(tx.conn, child.parent)
     if parent is None or parent.status != "active":
         return
-    body = tx.config.body(parent.workflow)
+    body = tx.config.body_of(parent)
     spec = body.states.get(parent.state)
     prefix = f"{parent.token}.{parent.state}.{parent.visit}."
     if spec is None or not spec.is_parallel or not child.token.startswith(prefix):

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Connection
 
+from stateous.control.clock import iso
 from stateous.control.engine.checks import no_token
 from stateous.control.engine.views import history_entry, token_wire, wire_of
 from stateous.control.store.ledger import ledger_of
 from stateous.control.store.tokens import get_token, listing_columns
+from stateous.control.store.versions import live_by_structure, version_rows
 from stateous.model.wire import HistoryEntryWire, TokenWire
 
 
@@ -20,10 +24,15 @@ def read_token(conn: Connection, token_id: str) -> TokenWire:
 
 
 def list_tokens(
-    conn: Connection, status: str | None, parent: str | None, limit: int
+    conn: Connection,
+    status: str | None,
+    parent: str | None,
+    limit: int,
+    structure: str | None = None,
 ) -> list[TokenWire]:
     """Tokens, most recently moved first."""
-    return [wire_of(*columns) for columns in listing_columns(conn, status, parent, limit)]
+    found = listing_columns(conn, status, parent, limit, structure)
+    return [wire_of(*columns) for columns in found]
 
 
 def history(conn: Connection, token_id: str) -> list[HistoryEntryWire]:
@@ -31,3 +40,24 @@ def history(conn: Connection, token_id: str) -> list[HistoryEntryWire]:
     if get_token(conn, token_id) is None:
         raise no_token(token_id)
     return [history_entry(row) for row in ledger_of(conn, token_id)]
+
+
+def versions_wire(conn: Connection, current: str) -> list[dict[str, Any]]:
+    """`GET /workflow/versions` (spec 90 §3): the versions on record, newest first; `live`
+    counts a structure's active and paused top tokens once, on its newest checksum."""
+    live = live_by_structure(conn)
+    counted: set[str] = set()
+    found: list[dict[str, Any]] = []
+    for row in version_rows(conn):
+        first = row.structure not in counted
+        counted.add(row.structure)
+        found.append(
+            {
+                "checksum": row.checksum,
+                "structure": row.structure,
+                "current": row.checksum == current,
+                "first_served_at": iso(row.first_served_at),
+                "live": live.get(row.structure, 0) if first else 0,
+            }
+        )
+    return found

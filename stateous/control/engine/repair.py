@@ -51,6 +51,6 @@ def entry_problem(
     from stateous.control.engine.children import children_problem
 
     visit = next_visit(tx, token.token, state)
-    problem = children_problem(tx, token.token, spec, visit, context)
+    problem = children_problem(tx, token.token, spec, visit, context, body.structure)
     if problem is not None:
         raise invalid("invalid_context", problem)

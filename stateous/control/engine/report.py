@@ -58,7 +58,7 @@ def report(
     _check_reporter(task, outcome)
     if outcome.supervisor is None:
         acting(tx, token.token, REPORTED, outcome.by)
-    body = config.body(token.workflow)
+    body = config.body_of(token)
     if outcome.kind == "failed":
         token = failed_attempt(tx, body, token, task, outcome.error or NO_ERROR_TEXT)
     elif outcome.kind == "waiting":
@@ -102,7 +102,7 @@ def check_schedules(tx: Tx, body: WorkflowBody, schedules: Sequence[Schedule]) -
                 "invalid_payload",
                 f"a timer names {event!r}, which is not an event of {body.name!r}",
             )
-        errors = payload_errors(tx, spec.payload, event, schedule.payload)
+        errors = payload_errors(body, spec.payload, event, schedule.payload)
         if errors is not None:
             raise invalid("invalid_payload", f"a timer for {event!r}: {errors}")
 
@@ -130,7 +130,7 @@ def _event(
         reason = f"{task.state!r} may not emit {event!r}; it may emit: {listed}"
         raise reject(tx, token, event, Refused(reason), "event_not_allowed")
     spec = body.events.get(event)
-    errors = payload_errors(tx, spec.payload if spec else None, event, outcome.payload)
+    errors = payload_errors(body, spec.payload if spec else None, event, outcome.payload)
     if errors is not None:
         raise invalid("invalid_payload", f"{event}: {errors}")
     routing = routing_context(body, token, event, outcome.payload, outcome.context)

@@ -79,7 +79,7 @@ def _apply(tx: Tx, row: LedgerRecord) -> None:
     ):
         _drop(tx, member.token, event, "the token left the state it came from")
         return
-    body = tx.config.body(member.workflow)
+    body = tx.config.body_of(member)
     writes = row.data.get("context") or {}
     routing = routing_context(body, member, event, payload, writes)
     errors = context_errors(tx, body, routing.context)

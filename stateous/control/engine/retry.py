@@ -39,7 +39,7 @@ def retry(
             "token_not_failed",
             f"token {token.token!r} is {token.status}; only a failed token can be retried",
         )
-    body = config.body(token.workflow)
+    body = config.body_of(token)
     _check_state(token, body)
     entry_problem(tx, body, token, token.state, token.context)
     tx.update_token(token.token, status="active")

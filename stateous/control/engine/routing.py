@@ -113,7 +113,7 @@ def _parallel_problem(
     if target is None or not target.is_parallel:
         return None
     visit = next_visit(tx, token.token, target.name)
-    return children_problem(tx, token.token, target, visit, context)
+    return children_problem(tx, token.token, target, visit, context, body.structure)
 
 
 def next_visit(tx: Tx, token: str, state: str) -> int:

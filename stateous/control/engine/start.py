@@ -19,6 +19,7 @@ from stateous.control.errors import invalid
 from stateous.control.store.records import TokenRecord
 from stateous.control.store.tokens import token_any_case
 from stateous.model.graph import TransitionSpec, WorkflowBody
+from stateous.model.validation import validator_for
 
 TOKEN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -58,7 +59,9 @@ def starting(tx: Tx, body: WorkflowBody, context: Any) -> tuple[dict[str, Any], 
     """The starting context (the model's defaults filled in) and the transition out of START,
     or the `invalid_context` refusal."""
     given = dict(context or {})
-    filled = tx.config.model(body.context).with_defaults(given) if body.context else given
+    filled = (
+        validator_for(body.schemas, body.context).with_defaults(given) if body.context else given
+    )
     errors = context_errors(tx, body, filled)
     if errors is not None:
         raise invalid("invalid_context", f"{body.name}: {errors}")
@@ -94,7 +97,7 @@ def start(
     if target is not None and target.is_parallel:
         from stateous.control.engine.children import children_problem
 
-        problem = children_problem(tx, token_id, target, 1, filled)
+        problem = children_problem(tx, token_id, target, 1, filled, body.structure)
         if problem is not None:
             raise invalid("invalid_context", problem)
     try:

@@ -106,7 +106,7 @@ def _one(
         return exc
     token = TokenRecord(
         token=token_id, state=chosen.target, status="active", visit=1, context=context,
-        entered_at=tx.now, parent=None, workflow=None,
+        entered_at=tx.now, parent=None, workflow=None, structure=body.structure,
     )  # fmt: skip
     known[token_id.lower()] = token
     made.append((token, args))
@@ -117,7 +117,9 @@ def _insert(tx: Tx, body: WorkflowBody, made: Sequence[tuple[TokenRecord, StartA
     """The rows of the new tokens, `create_token`'s (`write_started`, `write_first_entry`),
     a statement for each kind."""
     insert_tokens(tx.conn, [token for token, _ in made])
-    firsts = insert_first_tasks(tx.conn, [(token.token, token.state) for token, _ in made], tx.now)
+    firsts = insert_first_tasks(
+        tx.conn, [(token.token, token.state) for token, _ in made], tx.now, body.structure
+    )
     for token, args in made:
         acting(tx, token.token, frozenset({"started"}), args.by)
         write_started(tx, token.token, token.context)

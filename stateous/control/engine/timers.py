@@ -31,7 +31,7 @@ def fire_timer(conn: Connection, clock: Clock, config: EngineConfig, timer_id: i
         return False
     mark_fired(conn, timer_id)
     tx.write(token.token, "timer_fired", {"event": row.event})
-    body = config.body(token.workflow)
+    body = config.body_of(token)
     result = route(tx, body, token, row.event, row.payload)
     if isinstance(result, Refused):
         if row.kind == "timeout":

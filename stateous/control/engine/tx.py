@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from stateous.control.clock import Clock
+from stateous.control.engine.versions import Versions
 from stateous.control.store import audit, ledger, memory, tasks, tokens
 from stateous.control.store.dialect import Dialect, dialect_of
 from stateous.control.store.group import group_time
@@ -20,20 +21,37 @@ from stateous.model.graph import Graph, WorkflowBody
 from stateous.model.validation import ModelValidator, validator_for
 
 
-@dataclass(frozen=True)
 class EngineConfig:
-    """What every internal workflow needs besides the connection and the clock."""
+    """What every internal workflow needs besides the connection and the clock: the versions
+    tokens run on (spec 90) and the lease."""
 
-    graph: Graph
-    lease: timedelta = timedelta(minutes=2)
+    def __init__(
+        self,
+        graph: Graph,
+        lease: timedelta = timedelta(minutes=2),
+        versions: Versions | None = None,
+    ) -> None:
+        self.versions = versions if versions is not None else Versions(graph)
+        self.lease = lease
 
-    def body(self, workflow: str | None) -> WorkflowBody:
-        """The body of a token's workflow (None: the main workflow)."""
-        return self.graph.bodies[workflow or self.graph.workflow]
+    @property
+    def graph(self) -> Graph:
+        """The current graph: the one new tokens start on."""
+        return self.versions.current
 
-    def model(self, name: str) -> ModelValidator:
-        """The validator of one model of the graph's schemas."""
-        return validator_for(self.graph.schemas, name)
+    def body(self, workflow: str | None, structure: str | None = None) -> WorkflowBody:
+        """The body of a workflow (None: the main one) of a structure's graph (None: the
+        current graph)."""
+        graph = self.versions.of(structure)
+        return graph.bodies[workflow or graph.workflow]
+
+    def body_of(self, token: TokenRecord) -> WorkflowBody:
+        """The body a token runs on: its workflow in its own version's graph."""
+        return self.body(token.workflow, token.structure)
+
+    def model(self, name: str, structure: str | None = None) -> ModelValidator:
+        """The validator of one model of a structure's graph (None: the current graph)."""
+        return validator_for(self.versions.of(structure).schemas, name)
 
 
 @dataclass
@@ -88,7 +106,7 @@ class Tx:
 
     @property
     def graph(self) -> Graph:
-        """The served graph."""
+        """The current graph (new tokens start on it)."""
         return self.config.graph
 
     def write(self, token: str, kind: str, data: dict[str, Any], key: str | None = None) -> None:

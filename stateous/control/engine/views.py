@@ -14,10 +14,11 @@ from stateous.model.wire import GrantWire, HistoryEntryWire, TokenWire
 
 
 def token_wire(token: TokenRecord) -> TokenWire:
-    """The token object of spec 20 §1.3 (`parent` only on a child)."""
+    """The token object of spec 20 §1.3 (`parent` only on a child), with its `structure`
+    (spec 90 §3)."""
     return wire_of(
         token.token, token.state, token.status, token.visit, token.context, token.entered_at,
-        token.parent,
+        token.parent, token.structure,
     )  # fmt: skip
 
 
@@ -29,6 +30,7 @@ def wire_of(
     context: dict[str, Any],
     entered_at: datetime,
     parent: str | None,
+    structure: str | None = None,
 ) -> TokenWire:
     """`token_wire` of a token's columns (a listing builds a thousand without their record)."""
     wire: TokenWire = {
@@ -41,6 +43,8 @@ def wire_of(
     }
     if parent is not None:
         wire["parent"] = parent
+    if structure is not None:
+        wire["structure"] = structure
     return wire
 
 

@@ -75,7 +75,7 @@ def _findings(tx: Tx, token: TokenRecord) -> Iterator[Finding]:
         return
     if token.status == "paused":
         yield _paused(tx, token)
-    spec = tx.config.body(token.workflow).states.get(token.state)
+    spec = tx.config.body_of(token).states.get(token.state)
     task = next(iter(open_tasks(tx.conn, token.token)), None)
     healthy = False
     if task is not None:
@@ -205,7 +205,7 @@ def _claimed(tx: Tx, token: TokenRecord, task: TaskRecord) -> Finding:
 
 def _after_lease(tx: Tx, token: TokenRecord, task: TaskRecord) -> str:
     """What the lease expiry will do (spec 30 §2.10)."""
-    body = tx.config.body(token.workflow)
+    body = tx.config.body_of(token)
     spec = body.states.get(task.state)  # a graph served later may lack it: no retries then
     if spec is not None and task.attempt <= spec.retries:
         return f"the task is tried again (attempt {task.attempt + 1})"
@@ -228,7 +228,7 @@ def _waiting(tx: Tx, token: TokenRecord, task: TaskRecord) -> Finding:
 
 
 def _outside_events(tx: Tx, token: TokenRecord, state: str) -> list[str]:
-    body = tx.config.body(token.workflow)
+    body = tx.config.body_of(token)
     return [e for e in body.events if e not in OWN_EVENTS and body.transitions_from(state, e)]
 
 

@@ -91,22 +91,24 @@ _GRANT_COLUMNS = ("supervisor", "position", "task_id", "attempt")
 
 
 def queued_candidates(
-    conn: Connection, served: Sequence[tuple[str | None, str]], limit: int = 20
+    conn: Connection, structure: str, served: Sequence[tuple[str | None, str]], limit: int = 20
 ) -> list[tuple[TaskRecord, str | None]]:
-    """The oldest queued tasks of active tokens in the served (workflow, state) pairs.
+    """The oldest queued tasks of active tokens on `structure` in the served (workflow, state)
+    pairs.
 
     A pair's workflow None means the main workflow (`tokens.workflow` null). Each task comes
     with its token's parent, to find the family lock.
     """
     query = candidates_query(tuple(served), limit)
-    return [(TaskRecord.from_row(row), row._mapping["parent"]) for row in run(conn, query)]
+    rows = run(conn, query, {"structure": structure})
+    return [(TaskRecord.from_row(row), row._mapping["parent"]) for row in rows]
 
 
 @functools.lru_cache(maxsize=256)
 def candidates_query(served: tuple[tuple[str | None, str], ...], limit: int) -> Select[Any]:
     """One oldest-first part per served pair, merged: each part walks `tasks_queue`
-    (status, state, then id: migration 0009) in order and stops at `limit`, so a long queue
-    costs nothing."""
+    (status, structure, state, then id: migrations 0009, 0011) in order and stops at `limit`,
+    so a long queue, or the queue of another version, costs nothing."""
     parts = [_pair_candidates(workflow, state, limit).subquery() for workflow, state in served]
     merged = union_all(*(select(part) for part in parts)).subquery()
     return select(merged).order_by(merged.c.id).limit(limit)
@@ -122,7 +124,13 @@ def _pair_candidates(workflow: str | None, state: str, limit: int) -> Select[Any
     parent = select(tokens.c.parent).where(own).scalar_subquery().label("parent")
     return (
         select(tasks, parent)
-        .where(TASK_IS_OPEN, tasks.c.status == "queued", tasks.c.state == state, claimable)
+        .where(
+            TASK_IS_OPEN,
+            tasks.c.status == "queued",
+            tasks.c.structure == bindparam("structure"),
+            tasks.c.state == state,
+            claimable,
+        )
         .order_by(tasks.c.id)
         .limit(limit)
     )

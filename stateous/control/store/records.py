@@ -35,6 +35,9 @@ class TokenRecord:
     entered_at: datetime
     parent: str | None
     workflow: str | None
+    #: The structure the token runs on (spec 90; None only for a token of before migration
+    #: 0011 in a database that had no graph on record, which then runs on the current one).
+    structure: str | None = None
 
     @classmethod
     def from_row(cls, row: AnyRow, prefix: str = "") -> TokenRecord:
@@ -44,6 +47,7 @@ class TokenRecord:
         return cls(
             m[p + "token"], m[p + "state"], m[p + "status"], m[p + "visit"],
             dict(m[p + "context"]), m[p + "entered_at"], m[p + "parent"], m[p + "workflow"],
+            m[p + "structure"],
         )  # fmt: skip
 
 

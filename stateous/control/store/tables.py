@@ -14,6 +14,8 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Text,
+    and_,
     func,
     literal_column,
     text,
@@ -64,6 +66,9 @@ tokens = Table(
     Column("entered_at", DateTime(), nullable=False),
     Column("parent", String(256), nullable=True),
     Column("workflow", String(64), nullable=True),
+    # Spec 90 §1: the structure the token runs on (a child: its parent's). Null only in a
+    # database that had no graph on record when migration 0011 ran, so no token then.
+    Column("structure", String(80), nullable=True),
 )
 Index("tokens_folded", func.lower(tokens.c.token), unique=True)
 # Most tokens have no parent: the index holds only children (migration 0010), so a token's
@@ -74,6 +79,19 @@ _partial_index("tokens_parent", tokens.c.parent, where=_HAS_PARENT)
 # indexes hold that order, so a listing walks them and never sorts (migration 0008).
 Index("tokens_moved", tokens.c.entered_at.desc(), tokens.c.token)
 Index("tokens_status", tokens.c.status, tokens.c.entered_at.desc(), tokens.c.token)
+#: The condition of `tokens_structure`: live top tokens (spec 90 §3, `live`).
+TOKEN_IS_LIVE_TOP = and_(
+    tokens.c.status.in_([literal_column("'active'"), literal_column("'paused'")]),
+    tokens.c.parent.is_(None),
+)
+_LIVE_TOP_PG = text(
+    "(((status)::text = ANY (ARRAY['active'::text, 'paused'::text])) AND (parent IS NULL))"
+)
+# The live top tokens by structure (migration 0011): `GET /workflow/versions` counts each
+# structure's live tokens from it, at a million tokens as at ten.
+_partial_index(
+    "tokens_structure", tokens.c.structure, where=TOKEN_IS_LIVE_TOP, pg_where=_LIVE_TOP_PG
+)
 
 ledger = Table(
     "ledger",
@@ -102,6 +120,10 @@ tasks = Table(
     Column("claimed_by", String(256), nullable=True),
     Column("lease_until", DateTime(), nullable=True),
     Column("queued_at", DateTime(), nullable=False),
+    # The token's structure when the task was queued (spec 90 §4, beyond seed 000's columns):
+    # the queue index holds it before the state, so a claim of one version never walks the
+    # queued tasks of another. Null in tasks that had ended before migration 0011.
+    Column("structure", String(80), nullable=True),
 )
 #: The statuses of a task not yet ended.
 OPEN_TASK_STATUSES = ("queued", "claimed", "waiting")
@@ -121,11 +143,12 @@ TASK_IS_OPEN = _task_is_open()
 # stays the same through a dump and a restore (the IN list's form does not: its casts move).
 _OPEN_AS_TEXT = ", ".join(f"'{status}'::text" for status in OPEN_TASK_STATUSES)
 _TASK_IS_OPEN_PG = text(f"(status)::text = ANY (ARRAY[{_OPEN_AS_TEXT}])")
-# Open tasks only (migration 0010): an ended task leaves the index instead of moving into a
+# Open tasks only (migration 0010), by structure (migration 0011): an ended task leaves the index instead of moving into a
 # part that grows with every task ever run, so the claim's index stays as small as the queue.
 _partial_index(
     "tasks_queue",
     tasks.c.status,
+    tasks.c.structure,
     tasks.c.state,
     tasks.c.id,
     where=TASK_IS_OPEN,
@@ -208,8 +231,21 @@ supervisors = Table(
     Column("started_at", DateTime(), nullable=False),
     Column("seen_at", DateTime(), nullable=False),
     Column("stopped_at", DateTime(), nullable=True),
+    # The checksum a beat names (spec 90 §4); null for a supervisor that names none.
+    Column("checksum", String(80), nullable=True),
 )
 Index("supervisors_seen", supervisors.c.seen_at)
+
+# Spec 90 §1: every graph the database has served, by checksum.
+workflow_versions = Table(
+    "workflow_versions",
+    metadata,
+    Column("checksum", String(80), primary_key=True),
+    Column("structure", String(80), nullable=False),
+    Column("graph", Text, nullable=False),
+    Column("first_served_at", DateTime(), nullable=False),
+)
+Index("workflow_versions_structure", workflow_versions.c.structure)
 
 # Spec 80 §1: one row per operator act (a ledger row with `by`), written in the same
 # transaction as the ledger row, so `GET /audit` never scans the ledger.
@@ -283,4 +319,5 @@ TABLE_NAMES: tuple[str, ...] = (
     "tasks",
     "timers",
     "tokens",
+    "workflow_versions",
 )

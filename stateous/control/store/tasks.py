@@ -49,7 +49,7 @@ _INSERT_TASK = insert(tasks).returning(tasks.c.id)
 # A task of the token's next visit of a state, in one statement: the visit is the highest of
 # its tasks of that state plus 1 (an aggregate answers one row, NULL when there is none).
 _QUEUE_TASK = insert(tasks).from_select(
-    ["token", "state", "visit", "status", "attempt", "queued_at"],
+    ["token", "state", "visit", "status", "attempt", "queued_at", "structure"],
     select(
         bindparam("t", type_=tasks.c.token.type),
         bindparam("s", type_=tasks.c.state.type),
@@ -57,6 +57,7 @@ _QUEUE_TASK = insert(tasks).from_select(
         bindparam("queued", type_=tasks.c.status.type),
         bindparam("zero", type_=tasks.c.attempt.type),
         bindparam("now", type_=tasks.c.queued_at.type),
+        bindparam("structure", type_=tasks.c.structure.type),
     ).where(tasks.c.token == bindparam("t"), tasks.c.state == bindparam("s")),
 )
 _QUEUE_NEXT_VISIT = _QUEUE_TASK.returning(tasks.c.id, tasks.c.visit)
@@ -119,25 +120,29 @@ _LEAVE_AND_QUEUE = union_all(
     select(_TASKS_CLOSED.c.id, _TASKS_CLOSED.c.status, cast(null(), Integer).label("visit")),
     select(_TASK_QUEUED.c.id, _TASK_QUEUED.c.status, _TASK_QUEUED.c.visit),
 ).add_cte(_TIMERS_CANCELLED)
-_FIRST_TASK_COLUMNS = ("token", "state", "visit", "status", "attempt", "queued_at")
+_FIRST_TASK_COLUMNS = ("token", "state", "visit", "status", "attempt", "queued_at", "structure")
 
 
-def insert_task(conn: Connection, token: str, state: str, visit: int, now: datetime) -> int:
-    """Queue a task (attempt 0) and answer its id."""
+def insert_task(
+    conn: Connection, token: str, state: str, visit: int, now: datetime, structure: str
+) -> int:
+    """Queue a task (attempt 0) of a token of `structure` and answer its id."""
     values = {"token": token, "state": state, "visit": visit, "status": "queued", "attempt": 0}
-    return int(run(conn, _INSERT_TASK, {**values, "queued_at": now}).scalar_one())
+    return int(
+        run(conn, _INSERT_TASK, {**values, "queued_at": now, "structure": structure}).scalar_one()
+    )
 
 
 def insert_first_tasks(
-    conn: Connection, firsts: Sequence[tuple[str, str]], now: datetime
+    conn: Connection, firsts: Sequence[tuple[str, str]], now: datetime, structure: str
 ) -> dict[str, int]:
-    """Queue the first task (visit 1, attempt 0) of each new token of (token, state) in one
-    statement; answer the task's id by token."""
+    """Queue the first task (visit 1, attempt 0) of each new token of (token, state), all of
+    `structure`, in one statement; answer the task's id by token."""
     if not firsts:
         return {}
     rows = [
         {"token": token, "state": state, "visit": 1, "status": "queued", "attempt": 0,
-         "queued_at": now}
+         "queued_at": now, "structure": structure}
         for token, state in firsts
     ]  # fmt: skip
     ids: dict[str, int] = {}
@@ -165,13 +170,18 @@ def task_token_seq(conn: Connection, task_id: int) -> tuple[TaskRecord, TokenRec
     return task, token, int(row._mapping["ledger_last_seq"] or 0)
 
 
-def queue_next_visit(conn: Connection, token: str, state: str, now: datetime) -> tuple[int, int]:
-    """Queue the task of the token's next visit of `state` (attempt 0); answer its id and visit.
+def queue_next_visit(
+    conn: Connection, token: str, state: str, now: datetime, structure: str
+) -> tuple[int, int]:
+    """Queue the task of the token's next visit of `state` (attempt 0), of a token of
+    `structure`; answer its id and visit.
 
     The visit is the number of the token's tasks of `state` plus 1: each entry of a state that
     queues tasks queues exactly one (spec 30 §2.7), so this is its `entered` rows plus 1.
     """
-    values = {"t": token, "s": state, "queued": "queued", "zero": 0, "now": now}
+    values = {
+        "t": token, "s": state, "queued": "queued", "zero": 0, "now": now, "structure": structure
+    }  # fmt: skip
     row = run(conn, _QUEUE_NEXT_VISIT, values).first()
     assert row is not None  # INSERT ... SELECT of an aggregate inserts one row
     return int(row[0]), int(row[1])
@@ -209,16 +219,17 @@ def leave_tasks_and_timers(conn: Connection, token: str, done: bool) -> list[tup
 
 
 def leave_and_queue(
-    conn: Connection, token: str, done: bool, state: str, now: datetime
+    conn: Connection, token: str, done: bool, state: str, now: datetime, structure: str
 ) -> tuple[list[tuple[int, str]], tuple[int, int]]:
     """`leave_tasks_and_timers`, then `queue_next_visit` of `state`: one statement where
     writes are fused (Postgres), one each elsewhere. Answers the closed tasks, and the new
     task's id and visit."""
     if not dialect_of(conn).fuses_writes:
-        return leave_tasks_and_timers(conn, token, done), queue_next_visit(conn, token, state, now)
+        closed = leave_tasks_and_timers(conn, token, done)
+        return closed, queue_next_visit(conn, token, state, now, structure)
     values = {
         "t": token, "done": done, "timer_status": "cancelled", "s": state, "queued": "queued",
-        "zero": 0, "now": now,
+        "zero": 0, "now": now, "structure": structure,
     }  # fmt: skip
     closed, queued = [], None
     for task_id, status, visit in run(conn, _LEAVE_AND_QUEUE, values):

@@ -37,7 +37,7 @@ _TOKEN_COLUMNS = tuple(c.name for c in tokens.c)
 #: The columns of a token's wire shape, in `views.wire_of`'s order.
 WIRE_COLUMNS = (
     tokens.c.token, tokens.c.state, tokens.c.status, tokens.c.visit, tokens.c.context,
-    tokens.c.entered_at, tokens.c.parent,
+    tokens.c.entered_at, tokens.c.parent, tokens.c.structure,
 )  # fmt: skip
 
 
@@ -94,20 +94,28 @@ def update_token(conn: Connection, token: str, **values: Any) -> None:
 
 
 def listing_columns(
-    conn: Connection, status: str | None, parent: str | None, limit: int
+    conn: Connection,
+    status: str | None,
+    parent: str | None,
+    limit: int,
+    structure: str | None = None,
 ) -> Sequence[Sequence[Any]]:
     """The listing's tokens as rows of WIRE_COLUMNS: no record is built for each of the
     thousand rows a listing may answer."""
-    return conn.execute(listing_query(status, parent, limit)).all()
+    return conn.execute(listing_query(status, parent, limit, structure)).all()
 
 
-def listing_query(status: str | None, parent: str | None, limit: int) -> Select[Any]:
+def listing_query(
+    status: str | None, parent: str | None, limit: int, structure: str | None = None
+) -> Select[Any]:
     """The listing's query: a walk of `tokens_moved` (or `tokens_status`), in their order."""
     query = select(*WIRE_COLUMNS)
     if status is not None:
         query = query.where(tokens.c.status == status)
     if parent is not None:
         query = query.where(tokens.c.parent == parent)
+    if structure is not None:
+        query = query.where(tokens.c.structure == structure)
     return query.order_by(tokens.c.entered_at.desc(), tokens.c.token.asc()).limit(limit)
 
 

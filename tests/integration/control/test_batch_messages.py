@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from stateous.control.clock import FakeClock, iso
+from stateous.model.canonical import structure
 from tests.support.app import RunningApi, running_api
 from tests.support.graphs import ORDERS
 
@@ -83,6 +84,10 @@ def refusal(status: int, code: str, error: str) -> dict[str, Any]:
     return {"status": status, "body": {"error": error, "code": code}}
 
 
+#: The structure of the orders graph these tokens run on (spec 90 §3).
+ORDERS_STRUCTURE = structure(ORDERS)
+
+
 def token_answer(token: str, state: str, clock: FakeClock) -> dict[str, Any]:
     """A `200` answer with an orders token, entered now."""
     return {
@@ -94,6 +99,7 @@ def token_answer(token: str, state: str, clock: FakeClock) -> dict[str, Any]:
             "visit": 1,
             "context": {"title": "t", "verdict": None},
             "entered_at": iso(clock.now()),
+            "structure": ORDERS_STRUCTURE,
         },
     }
 

@@ -12,6 +12,8 @@ from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from typing import Any
+
 import httpx
 import pytest
 from sqlalchemy import text
@@ -277,18 +279,33 @@ def test_structure_changes(tmp_path: Path, db_url: str) -> None:
     changed = variant(SDLC)
     changed["events"]["extra"] = {}
     write_graph(tmp_path, changed)
-    done = run_serve(str(graph), "--db", db_url, "--listen", "127.0.0.1:0", cwd=tmp_path)
-    assert done.returncode == 1
-    assert done.stderr == (
-        "error: refusing to serve: 1 token(s) are active or paused on another structure of the "
-        "workflow 'sdlc'; serve the graph file they started on until they end, or cancel them\n"
-    )
-    write_graph(tmp_path, tuned)
-    with serve_process(graph, db_url, cwd=tmp_path) as served:
-        httpx.post(served.url + "/tokens/T-1/cancel").raise_for_status()
-    write_graph(tmp_path, changed)
+    # Another structure with a live token starts (spec 90 §2): T-1 stays on its version.
     with serve_process(graph, db_url, cwd=tmp_path) as served:
         assert httpx.get(served.url + "/workflow").json()["events"]["extra"] == {}
+        served.read_lines(timeout=0.5)
+        older = next(line for line in served.lines if "live token(s)" in line)
+        assert httpx.get(served.url + "/tokens/T-1").json()["structure"] == _structure(tuned)
+    assert older == (
+        f"1 live token(s) stay on 1 older version (sha256:{_checksum(tuned)[7:15]}…); they "
+        "keep running on it: see stateous versions"
+    )
+    write_graph(tmp_path, tuned)  # a roll-back: the older version is current again
+    with serve_process(graph, db_url, cwd=tmp_path) as served:
+        httpx.post(served.url + "/tokens/T-1/cancel").raise_for_status()
+        served.read_lines(timeout=0.5)
+        assert not any("live token(s)" in line for line in served.lines)
+
+
+def _structure(doc: dict[str, Any]) -> str:
+    from stateous.model.canonical import structure
+
+    return structure(doc)
+
+
+def _checksum(doc: dict[str, Any]) -> str:
+    from stateous.model.canonical import checksum
+
+    return checksum(doc)
 
 
 def test_a_takeover_stops_the_old_control_plane(tmp_path: Path, backend: str, db_url: str) -> None:

@@ -110,7 +110,7 @@ def test_a_statement_built_per_dialect_answers_through_direct_what_sqlalchemy_an
     record = TokenRecord("Tok-1", "draft", "active", 1, {"n": [1]}, AT, None, None)
     with store.begin() as conn:
         insert_tokens(conn, [record])
-        task = insert_task(conn, "Tok-1", "draft", 1, AT)
+        task = insert_task(conn, "Tok-1", "draft", 1, AT, "sha256:s")
         dialect = dialect_of(conn)
         cases: list[tuple[Any, dict[str, Any]]] = [
             (claims._TASKS_TO_CLAIM[dialect], {"ids": [task, task + 1]}),

@@ -38,7 +38,7 @@ def _seed(conn: Connection) -> int:
     ]
     insert_ledger(conn, rows)
     set_memory(conn, "T-1", "draft", "plan", {"steps": [1, 2]})
-    return insert_task(conn, "T-1", "draft", 1, AT)
+    return insert_task(conn, "T-1", "draft", 1, AT, "sha256:s")
 
 
 def _both(conn: Connection, statement: Any, params: dict[str, Any]) -> tuple[list[Any], list[Any]]:

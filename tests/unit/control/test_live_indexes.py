@@ -1,4 +1,4 @@
-"""Indexes of live rows (migration 0010): `tasks_queue` holds open tasks, `tasks_lease` leased
+"""Indexes of live rows (migrations 0010, 0011): `tasks_queue` holds open tasks, `tasks_lease` leased
 ones, `ledger_key` keyed rows, `tokens_parent` children; each query that reads them still walks
 them on both databases, with its values bound as the engine binds them (a planner proves a
 partial index usable only from the query's own condition)."""
@@ -28,7 +28,10 @@ CONDITIONS = {
     "tasks_lease": "lease_until IS NOT NULL",
     "ledger_key": "key IS NOT NULL",
     "tokens_parent": "parent IS NOT NULL",
+    "tokens_structure": "status IN ('active', 'paused') AND parent IS NULL",
 }
+#: The structure of every row of `fill`.
+STRUCTURE = "sha256:" + "5" * 64
 
 
 def fill(store: Store) -> None:
@@ -41,14 +44,15 @@ def fill(store: Store) -> None:
         token_rows.append(
             {"token": f"T-{i:06d}", "state": "draft", "status": "active" if live else "completed",
              "visit": 1, "context": {}, "entered_at": BASE + timedelta(seconds=i),
-             "parent": "T-020000" if i == ENDED + 29 else None, "workflow": None}
+             "parent": "T-020000" if i == ENDED + 29 else None, "workflow": None,
+             "structure": STRUCTURE}
         )  # fmt: skip
         status = ("queued", "claimed", "waiting")[i % 3] if live else "done"
         task_rows.append(
             {"token": f"T-{i:06d}", "state": "draft", "visit": 1, "status": status,
              "attempt": 1, "claimed_by": "box" if status == "claimed" else None,
              "lease_until": BASE + timedelta(days=1) if status == "claimed" else None,
-             "queued_at": BASE + timedelta(seconds=i)}
+             "queued_at": BASE + timedelta(seconds=i), "structure": STRUCTURE}
         )  # fmt: skip
     ledger_rows = [
         {"token": row["token"], "seq": 1, "at": BASE, "kind": "started",
@@ -114,7 +118,7 @@ def _bare(sql: str) -> str:
 def test_the_claim_and_the_consoles_reads_walk_the_open_tasks(store: Store) -> None:
     fill(store)
     served = ((None, "draft"),)
-    uses(store, candidates_query(served, 16), "tasks_queue")
+    uses(store, candidates_query(served, 16).params(structure=STRUCTURE), "tasks_queue")
     oldest = select(func.min(tasks.c.queued_at)).where(TASK_IS_OPEN, tasks.c.status == "queued")
     uses(store, oldest, "tasks_queue")
     with store.begin() as conn:

@@ -18,9 +18,12 @@ def test_each_entry_of_a_state_is_its_next_visit(
         start(conn, clock, orders, "ORDER-1", {"title": "t"})  # draft, visit 1
         start(conn, clock, orders, "ORDER-2", {"title": "t"})
         first = conn.execute(text("SELECT max(id) FROM tasks")).scalar_one()
-        assert queue_next_visit(conn, "ORDER-1", "draft", clock.now()) == (first + 1, 2)
-        assert queue_next_visit(conn, "ORDER-1", "review", clock.now()) == (first + 2, 1)
-        assert queue_next_visit(conn, "ORDER-1", "draft", clock.now()) == (first + 3, 3)
+        assert queue_next_visit(conn, "ORDER-1", "draft", clock.now(), "sha256:s") == (first + 1, 2)
+        assert queue_next_visit(conn, "ORDER-1", "review", clock.now(), "sha256:s") == (
+            first + 2,
+            1,
+        )
+        assert queue_next_visit(conn, "ORDER-1", "draft", clock.now(), "sha256:s") == (first + 3, 3)
         rows = conn.execute(
             text("SELECT token, state, visit, status, attempt FROM tasks ORDER BY id")
         ).all()

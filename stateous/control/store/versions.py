@@ -1,0 +1,58 @@
+"""The statements of `workflow_versions` (spec 90 §1): the graphs served, and the live top
+tokens of each structure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, func, insert, select
+
+from stateous.control.store.tables import TOKEN_IS_LIVE_TOP, tokens, workflow_versions
+
+
+@dataclass(frozen=True)
+class VersionRow:
+    """A row of `workflow_versions`."""
+
+    checksum: str
+    structure: str
+    graph: str
+    first_served_at: datetime
+
+
+def version_rows(conn: Connection) -> list[VersionRow]:
+    """Every version on record, newest first (then by checksum, for a stable order)."""
+    v = workflow_versions.c
+    query = select(workflow_versions).order_by(v.first_served_at.desc(), v.checksum)
+    return [
+        VersionRow(m["checksum"], m["structure"], m["graph"], m["first_served_at"])
+        for m in (row._mapping for row in conn.execute(query))
+    ]
+
+
+def is_on_record(conn: Connection, checksum: str) -> bool:
+    """Whether the database has served the graph of this checksum."""
+    query = select(workflow_versions.c.checksum).where(workflow_versions.c.checksum == checksum)
+    return conn.execute(query).first() is not None
+
+
+def record_version(
+    conn: Connection, checksum: str, structure: str, graph: str, now: datetime
+) -> bool:
+    """Write the row of a version served for the first time; False when it is on record."""
+    if is_on_record(conn, checksum):
+        return False
+    values = {"checksum": checksum, "structure": structure, "graph": graph}
+    conn.execute(insert(workflow_versions).values(**values, first_served_at=now))
+    return True
+
+
+def live_by_structure(conn: Connection) -> dict[str, int]:
+    """How many top tokens are active or paused, by structure (a walk of `tokens_structure`)."""
+    query = (
+        select(tokens.c.structure, func.count())
+        .where(TOKEN_IS_LIVE_TOP)
+        .group_by(tokens.c.structure)
+    )
+    return {str(s): int(n) for s, n in conn.execute(query) if s is not None}
