@@ -142,6 +142,20 @@ class AsyncClient(BaseClient):
         """As `Client.why`."""
         return await self._object(routes.why(token))
 
+    async def migrate(
+        self,
+        token: str,
+        to: str | None = None,
+        states: dict[str, str] | None = None,
+        context: dict[str, Any] | None = None,
+        *,
+        key: str | None = None,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """As `Client.migrate`."""
+        request = routes.migrate(token, to, states, context, key)
+        return await self._object(self._acting(request, reason))
+
     # ------------------------------------------------------------ bulk jobs and the audit
 
     async def bulk(
@@ -153,9 +167,13 @@ class AsyncClient(BaseClient):
         payload: dict[str, Any] | None = None,
         dry_run: bool = False,
         reason: str | None = None,
+        to: str | None = None,
+        states: dict[str, str] | None = None,
+        context: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """As `Client.bulk`."""
-        request = routes.bulk(action, filter, event, payload, dry_run)
+        migrating = routes.migration(to, states, context)
+        request = routes.bulk(action, filter, event, payload, dry_run, migrating)
         return await self._object(self._acting(request, reason))
 
     async def bulk_job(self, job: int) -> dict[str, Any]:
@@ -206,9 +224,13 @@ class AsyncClient(BaseClient):
         """As `Client.stats`."""
         return await self._object(routes.stats())
 
-    async def workflow(self) -> dict[str, Any]:
+    async def workflow(self, checksum: str | None = None) -> dict[str, Any]:
         """As `Client.workflow`."""
-        return await self._object(routes.workflow())
+        return await self._object(routes.workflow(checksum))
+
+    async def versions(self) -> list[Any]:
+        """As `Client.versions`."""
+        return await self._list(routes.versions())
 
     # ------------------------------------------------------------ one request
 

@@ -148,6 +148,22 @@ class Client(BaseClient):
         """Why the token is not moving: `{"token", "findings": [{"code", "sentence", "since"?}]}`."""
         return self._object(routes.why(token))
 
+    def migrate(
+        self,
+        token: str,
+        to: str | None = None,
+        states: dict[str, str] | None = None,
+        context: dict[str, Any] | None = None,
+        *,
+        key: str | None = None,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """Move a live top token to another version (spec 90 §5): `to` a checksum on record
+        (default: the current version), `states` maps its old state to a new one, `context`
+        writes keys first. Answers the token; a repeated `key` answers the first answer again."""
+        request = routes.migrate(token, to, states, context, key)
+        return self._object(self._acting(request, reason))
+
     # ------------------------------------------------------------ bulk jobs and the audit
 
     def bulk(
@@ -159,10 +175,16 @@ class Client(BaseClient):
         payload: dict[str, Any] | None = None,
         dry_run: bool = False,
         reason: str | None = None,
+        to: str | None = None,
+        states: dict[str, str] | None = None,
+        context: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Act on every top token that matches `filter` (spec 80 §2): a dry run answers
-        `{"matched", "tokens"}`; otherwise a job starts and the answer is `{"job", "matched"}`."""
-        request = routes.bulk(action, filter, event, payload, dry_run)
+        `{"matched", "tokens"}`; otherwise a job starts and the answer is `{"job", "matched"}`.
+        Action `migrate` takes `to`, `states` and `context` as `migrate` does (spec 90 §5); its
+        dry run also answers `refused` (`{code: n}`) and `examples` (`{code: [ids]}`)."""
+        migrating = routes.migration(to, states, context)
+        request = routes.bulk(action, filter, event, payload, dry_run, migrating)
         return self._object(self._acting(request, reason))
 
     def bulk_job(self, job: int) -> dict[str, Any]:
@@ -215,9 +237,15 @@ class Client(BaseClient):
         states: {state: {active, paused, queued, claimed, waiting, supervisors}}, …}`."""
         return self._object(routes.stats())
 
-    def workflow(self) -> dict[str, Any]:
-        """The graph document the control plane serves."""
-        return self._object(routes.workflow())
+    def workflow(self, checksum: str | None = None) -> dict[str, Any]:
+        """The graph document the control plane serves; with `checksum`, that version's (spec 90
+        §3; `NotFound` with code `version_not_found` for one never served)."""
+        return self._object(routes.workflow(checksum))
+
+    def versions(self) -> list[Any]:
+        """The versions on record, newest first (spec 90 §3): each `{checksum, structure,
+        current, first_served_at, live}`."""
+        return self._list(routes.versions())
 
     # ------------------------------------------------------------ one request
 

@@ -55,6 +55,28 @@ def why(token: str) -> Request:
     return Request("GET", _token(token, "/why"))
 
 
+def migrate(
+    token: str,
+    to: str | None,
+    states: dict[str, str] | None,
+    context: dict[str, Any] | None,
+    key: str | None,
+) -> Request:
+    """`POST /tokens/{id}/migrate` (spec 90 §5): only the parts given are sent."""
+    headers = None if key is None else {b"Idempotency-Key": header_value(key)}
+    body = migration(to, states, context)
+    return Request("POST", _token(token, "/migrate"), body, headers=headers)
+
+
+def migration(
+    to: str | None, states: dict[str, str] | None, context: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The `to`, `states` and `context` of a migration (one token's, or a bulk `migrate`'s), those
+    given."""
+    given = {"to": to, "states": states, "context": context}
+    return {part: value for part, value in given.items() if value is not None}
+
+
 # ------------------------------------------------------------ bulk jobs and the audit
 
 
@@ -64,12 +86,16 @@ def bulk(
     event: str | None,
     payload: dict[str, Any] | None,
     dry_run: bool,
+    migrating: dict[str, Any] | None = None,
 ) -> Request:
+    """`POST /bulk` (spec 80 §2); `migrating` holds a `migrate`'s `to`, `states` and `context`
+    (spec 90 §5)."""
     body: dict[str, Any] = {"action": action, "filter": selection or {}}
     if event is not None:
         body["event"] = event
     if payload is not None:
         body["payload"] = payload
+    body.update(migrating or {})
     if dry_run:
         body["dry_run"] = True
     return Request("POST", "/bulk", body=body)
@@ -117,5 +143,9 @@ def stats() -> Request:
     return Request("GET", "/stats")
 
 
-def workflow() -> Request:
-    return Request("GET", "/workflow")
+def workflow(checksum: str | None = None) -> Request:
+    return Request("GET", "/workflow", params=query(checksum=checksum))
+
+
+def versions() -> Request:
+    return Request("GET", "/workflow/versions")

@@ -41,6 +41,16 @@ CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any], Any]] = [
     ("supervisors", (), {}, []),
     ("stats", (), {}, {"tokens": {"active": 1}, "states": {}}),
     ("workflow", (), {}, {"workflow": "orders"}),
+    ("workflow", (), {"checksum": "sha256:99ab"}, {"workflow": "orders"}),
+    ("versions", (), {}, [{"checksum": "sha256:99ab", "live": 2}]),
+    ("migrate", ("T-1",), {"states": {"review": "checking"}, "key": "m-1"}, TOKEN),
+    ("migrate", ("T-1", "sha256:77ef", None, {"title": "z"}), {"reason": "new form"}, TOKEN),
+    (
+        "bulk",
+        ("migrate", {"state": "review"}),
+        {"to": "sha256:77ef", "dry_run": True},
+        {"matched": 0, "tokens": [], "refused": {}, "examples": {}},
+    ),
 ]
 
 
@@ -98,6 +108,18 @@ async def test_each_method_sends_what_the_client_sends(server: tuple[str, Script
     )
     assert sent[1][:2] == ("GET", "/tokens/a%2Fb%20c")
     assert sent[4][3] == "gh-delivery-81231"
+    by = {"actor": "alice", "via": "client"}
+    assert sent[-5:] == [
+        ("GET", "/workflow?checksum=sha256%3A99ab", None, None, "Bearer s3cret"),
+        ("GET", "/workflow/versions", None, None, "Bearer s3cret"),
+        ("POST", "/tokens/T-1/migrate", {"states": {"review": "checking"}, "by": by}, "m-1",
+         "Bearer s3cret"),
+        ("POST", "/tokens/T-1/migrate",
+         {"to": "sha256:77ef", "context": {"title": "z"}, "by": {**by, "reason": "new form"}},
+         None, "Bearer s3cret"),
+        ("POST", "/bulk", {"action": "migrate", "filter": {"state": "review"}, "dry_run": True,
+                           "to": "sha256:77ef", "by": by}, None, "Bearer s3cret"),
+    ]  # fmt: skip
 
 
 REFUSALS = [
