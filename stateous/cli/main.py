@@ -42,6 +42,7 @@ CONTEXT_SETTINGS = {"help_option_names": ["--help"], "max_content_width": 100}
         "init": "stateous.cli.init:init_group",
         "supervise": "stateous.cli.supervise:supervise_command",
         "token": "stateous.cli.token:token_group",
+        "versions": "stateous.cli.versions:versions_command",
         "bulk": "stateous.cli.bulk:bulk_group",
         "inbox": "stateous.cli.inbox:inbox_command",
         "stats": "stateous.cli.stats:stats_command",

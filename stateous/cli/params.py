@@ -72,3 +72,39 @@ class Seconds(click.ParamType[float]):
         if not self.low <= number <= self.high:  # also refuses nan
             self.fail(f"{value!r} is not {wanted}", param, ctx)
         return number
+
+
+class VersionRef(click.ParamType[str]):
+    """A version: its checksum (`sha256:` and 64 hex digits) or 8 or more of its hex digits,
+    with or without `sha256:` (`token migrate --to`); which version a prefix names is the
+    control plane's to say."""
+
+    name = "checksum"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> str:
+        text = str(value).strip()
+        hexes = text.lower().removeprefix("sha256:")
+        if not 8 <= len(hexes) <= 64 or any(c not in "0123456789abcdef" for c in hexes):
+            self.fail(
+                f"{text!r} is not a version: give its checksum (sha256:...) or 8 or more of its "
+                "hex digits, as stateous versions shows them",
+                param,
+                ctx,
+            )
+        return text
+
+
+class StatePair(click.ParamType[tuple[str, str]]):
+    """`OLD=NEW`: two state names (`token migrate --map review=checking`)."""
+
+    name = "OLD=NEW"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, str]:
+        old, sep, new = str(value).partition("=")
+        if not sep or not old.strip() or not new.strip():
+            self.fail(f"{value!r} is not OLD=NEW, such as review=checking", param, ctx)
+        return old.strip(), new.strip()

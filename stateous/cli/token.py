@@ -12,16 +12,20 @@ from typing import Any
 import click
 
 from stateous.cli.listing import DEFAULT, cut_line, limit_option, more_than
+from stateous.cli.params import StatePair, VersionRef
+from stateous.cli.version_names import resolve, version_note, version_rows
 from stateous.cli.where import (
     by_options,
     check_where,
     cli_actor,
     run_where,
+    selection_options,
     usage_error,
     where_of,
     where_options,
 )
-from stateous.client import Client, ClientError
+from stateous.client import Client, ClientError, NotFound
+from stateous.client.routes import migration
 from stateous.client.url import DEFAULT_URL
 from stateous.model.environment import environment
 from stateous.model.errors import StateousError
@@ -306,7 +310,17 @@ def _show_token(client: Client, token_id: str) -> None:
     token = client.get(token_id)
     children = _objects(client.tokens(parent=token_id, limit=CHILDREN_LIMIT), client.url)
     history = _objects(client.history(token_id), client.url)
-    echo_lines(show_lines(token, children, history))
+    first, *rest = show_lines(token, children, history)
+    note = version_note(token, _versions(client)) if "structure" in token else ""
+    echo_lines([Line((*first.segments, (note, STYLE_QUIET))) if note else first, *rest])
+
+
+def _versions(client: Client) -> list[dict[str, Any]]:
+    """The versions on record; none from a control plane that has no such route (older)."""
+    try:
+        return version_rows(client)
+    except NotFound:
+        return []
 
 
 def _show_graph(client: Client) -> None:
@@ -385,6 +399,80 @@ def move_command(
     context = parse_json_object("--context", context_json)
     with control_plane(url, actor) as client:
         answer = client.move(token_id, state, context, reason=reason)
+    echo_lines([token_line(answer)])
+
+
+def state_map(pairs: Sequence[tuple[str, str]]) -> dict[str, str] | None:
+    """`--map OLD=NEW ...` as the `states` of a migration (None when not given); a state mapped
+    twice is a mistake of the command line (exit 2)."""
+    states: dict[str, str] = {}
+    for old, new in pairs:
+        if old in states:
+            raise usage_error(f"--map names the state {old!r} twice")
+        states[old] = new
+    return states or None
+
+
+@token_group.command("migrate")
+@click.argument("token_id", metavar="[ID]", required=False)
+@click.option(
+    "--to",
+    "to",
+    metavar="CHECKSUM",
+    type=VersionRef(),
+    default=None,
+    help="The version to move to: its checksum (sha256:...) or 8 or more of its hex digits, as "
+    "stateous versions shows them. Default: the current version.",
+)
+@click.option(
+    "--map",
+    "mapping",
+    metavar="OLD=NEW",
+    type=StatePair(),
+    multiple=True,
+    help="A token in the state OLD enters NEW, a state of the new version (repeatable). A state "
+    "not named keeps its name.",
+)
+@click.option(
+    "--context",
+    "writes",
+    metavar="JSON",
+    default=None,
+    help="Context writes, a JSON object: each key replaces the context's value before the new "
+    "version checks the context.",
+)
+@by_options
+@selection_options(context=False)
+@url_option
+def migrate_command(
+    token_id: str | None,
+    to: str | None,
+    mapping: tuple[tuple[str, str], ...],
+    writes: str | None,
+    url: str | None,
+    reason: str | None,
+    actor: str | None,
+    **flags: Any,
+) -> None:
+    """Move a token to another version of the workflow (default: the current one).
+
+    Everything is checked before anything is written. The work of its current state is
+    cancelled, and its state (after --map) is entered as a new visit on the new version; a
+    paused token stays paused, a failed one stays failed (retry it then). With --where, every
+    token the flags select, as one bulk job: the dry run's refusals are printed first.
+    """
+    where = where_of(flags)
+    check_where(where, token_id)
+    states = state_map(mapping)
+    context = parse_json_object("--context", writes)
+    with control_plane(url, actor) as client:
+        target = None if to is None else resolve(client, to)
+        if where.where:
+            run_where(
+                client, "migrate", where, reason, migration=migration(target, states, context)
+            )
+            return
+        answer = client.migrate(str(token_id), target, states, context, reason=reason)
     echo_lines([token_line(answer)])
 
 

@@ -79,15 +79,18 @@ class Where:
         )
 
 
-def where_options(func: Callable[..., None]) -> Callable[..., None]:
-    """`--where` and the selection flags of spec 80 §2."""
+def selection_options(
+    *, context: bool = True
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """`--where` and the selection flags of spec 80 §2; without `context`, no `--context KEY=JSON`
+    (`token migrate`, whose `--context JSON` is the context writes)."""
     options = [
         click.option("--where", "where", is_flag=True,
                      help="Act on every top token the flags below select, as one bulk job."),
         click.option("--status", "status", metavar="S", multiple=True,
                      help="With --where: tokens of this status (repeatable). Default: the "
                      "statuses the action acts on (pause: active; resume: paused; cancel, fire: "
-                     "active or paused; retry: failed)."),
+                     "active or paused; retry: failed; migrate: active, paused or failed)."),
         click.option("--state", "state", metavar="S", multiple=True,
                      help="With --where: tokens in this state (repeatable)."),
         click.option("--prefix", "prefix", metavar="P", default=None,
@@ -102,15 +105,26 @@ def where_options(func: Callable[..., None]) -> Callable[..., None]:
         click.option("--dry-run", "dry_run", is_flag=True,
                      help="With --where: print what matches, and stop."),
     ]  # fmt: skip
-    for option in reversed(options):
-        func = option(func)
-    return func
+    if not context:
+        del options[6]
+
+    def decorate(func: Callable[..., None]) -> Callable[..., None]:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
+
+
+where_options = selection_options()
+"""`--where` and every selection flag of spec 80 §2."""
 
 
 def where_of(values: dict[str, Any]) -> Where:
     """Take the selection flags out of a command's keyword arguments."""
     names = ("where", "status", "state", "prefix", "before", "after", "context", "yes", "dry_run")
-    return Where(**{name: values.pop(name) for name in names})
+    # A command without `--context KEY=JSON` (`selection_options(context=False)`) selects by none.
+    return Where(**{name: values.pop(name, ()) for name in names})
 
 
 def check_where(where: Where, token_id: str | None) -> None:
@@ -202,25 +216,32 @@ def run_where(
     reason: str | None,
     event: str | None = None,
     payload: dict[str, Any] | None = None,
+    migration: dict[str, Any] | None = None,
 ) -> None:
-    """Count, confirm, start the job and follow it (spec 80 §2).
+    """Count, confirm, start the job and follow it (spec 80 §2). `migration` is a bulk
+    `migrate`'s `to`, `states` and `context` (spec 90 §5): its dry run's refusals are printed
+    before the question, and a selection that is refused whole asks nothing.
 
     Without `--status`, only the statuses the action acts on are selected (`ACTS_ON`), sent as
     the filter's status: the API's empty filter would take tokens the job could only skip."""
     found, defaulted = acting_filter(action, selection(where))
+    parts: dict[str, Any] = {"event": event, "payload": payload, **(migration or {})}
     try:
-        preview = client.bulk(action, found, event=event, payload=payload, dry_run=True)
+        preview = client.bulk(action, found, dry_run=True, **parts)
     except Refused as exc:
         raise in_flags(exc) from None
     matched = int(preview.get("matched", 0))
     took = default_text(action) if defaulted else None
     click.echo(count_line(matched, [str(t) for t in preview.get("tokens", [])], took))
-    if where.dry_run or matched == 0:
+    refused = refused_counts(preview)
+    if "refused" in preview and matched:
+        click.echo(refused_line(refused, preview.get("examples")))
+    if where.dry_run or matched == 0 or sum(refused.values()) >= matched:
         return
     if not where.yes and not _confirmed(action, matched):
         click.echo("nothing done")
         return
-    job = client.bulk(action, found, event=event, payload=payload, reason=reason)
+    job = client.bulk(action, found, reason=reason, **parts)
     job_id = int(job["job"])
     count = int(job["matched"])
     click.echo(f"job {job_id}: {action} {count:,} {'token' if count == 1 else 'tokens'}")
@@ -230,6 +251,26 @@ def run_where(
         click.echo(f"\nthe job goes on; see it with: stateous bulk show {job_id}")
         return
     click.echo(summary_line(final))
+
+
+def refused_counts(preview: dict[str, Any]) -> dict[str, int]:
+    """A dry run's refusals by code (spec 90 §5: a bulk `migrate`'s), none for other actions."""
+    refused = preview.get("refused")
+    return {str(code): int(n) for code, n in refused.items()} if isinstance(refused, dict) else {}
+
+
+def refused_line(refused: dict[str, int], examples: object) -> str:
+    """`refused: 3 unknown_state (FAIL-1, FAIL-2, FAIL-3), 1 invalid_context (ORD-9)`: each code
+    with its count and the first ids the dry run gave (`...` when there are more), or `refused:
+    none`. The job skips these tokens."""
+    shown = examples if isinstance(examples, dict) else {}
+    parts = []
+    for code, count in refused.items():
+        ids = [str(token) for token in shown.get(code, [])]
+        more = [] if len(ids) >= count else ["..."]
+        named = f" ({', '.join([*ids, *more])})" if ids else ""
+        parts.append(f"{count:,} {code}{named}")
+    return "refused: " + (", ".join(parts) if parts else "none")
 
 
 def _confirmed(action: str, matched: int) -> bool:

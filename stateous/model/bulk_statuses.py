@@ -12,6 +12,7 @@ ACTS_ON: dict[str, tuple[str, ...]] = {
     "cancel": ("active", "paused"),
     "fire": ("active", "paused"),
     "retry": ("failed",),
+    "migrate": ("active", "paused", "failed"),  # spec 90 §5
 }
 """A token of another status would only be skipped (`pause --where --state review` once matched
 9,801 completed tokens, each one skipped). The HTTP API keeps its empty filter: every top token."""

@@ -76,7 +76,7 @@ def test_the_walk_finds_every_command() -> None:
     assert {"compile", "serve", "supervise", "init workflow", "init supervisor", "token start",
             "token fire", "token show", "token pause", "token resume", "token cancel",
             "token retry", "token move", "token why", "bulk list", "bulk show", "bulk stop",
-            "inbox", "console", "demo"} <= set(COMMANDS)  # fmt: skip
+            "inbox", "console", "demo", "token migrate", "versions"} <= set(COMMANDS)  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -128,6 +128,22 @@ def test_a_bad_option_value(name: str, capsys: pytest.CaptureFixture[str]) -> No
         (["token", "cancel", "--where", "T-1"], "give a token ID or --where, not both"),
         (["token", "fire", "--where", "done", "--key", "k"], "--key fires one token; a bulk fire takes none"),
         (["token", "show", "T-1", "--graph"], "give a token ID or --graph, not both"),
+        (["token", "migrate"], "give a token ID, or --where and the flags that select tokens"),
+        (["token", "migrate", "T-1", "--map", "review"],
+         "Invalid value for '--map': 'review' is not OLD=NEW, such as review=checking"),
+        (["token", "migrate", "T-1", "--map", "=checking"],
+         "Invalid value for '--map': '=checking' is not OLD=NEW, such as review=checking"),
+        (["token", "migrate", "T-1", "--map", "a=b", "--map", "a=c"],
+         "--map names the state 'a' twice"),
+        (["token", "migrate", "T-1", "--to", "99ab12c"],
+         "Invalid value for '--to': '99ab12c' is not a version: give its checksum (sha256:...) or "
+         "8 or more of its hex digits, as stateous versions shows them"),
+        (["token", "migrate", "T-1", "--to", "sha256:99ab12cg"],
+         "Invalid value for '--to': 'sha256:99ab12cg' is not a version: give its checksum "
+         "(sha256:...) or 8 or more of its hex digits, as stateous versions shows them"),
+        (["token", "migrate", "--where", "T-1"], "give a token ID or --where, not both"),
+        (["token", "migrate", "T-1", "--state", "review"],
+         "the selection flags (--status, --state, ...) need --where"),
         (["token", "start", "T-1", "--file", "f.csv"], "give a token ID or --file, not both"),
         (["inbox", "--limit", "0"], "Invalid value for '--limit': 0 is not a whole number from 1 to 1000"),
         (["inbox", "--limit", "1001"], "Invalid value for '--limit': 1001 is not a whole number from 1 to 1000"),
@@ -151,6 +167,15 @@ def test_the_mistakes_of_the_issue(
     name = " ".join(argv[:2]) if argv[0] in ("token", "bulk") else argv[0]
     last = assert_usage_error(name, [*argv, "--url", DEAD_URL], capsys)
     assert last == f"Error: {error}"
+
+
+def test_a_migrate_context_that_is_no_json_object_is_an_error_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # As `token move --context`: a bad JSON argument is an expected error (spec 50 §1.4), exit 1.
+    code, out, err = run(["token", "migrate", "T-1", "--context", "[1]", "--url", DEAD_URL], capsys)
+    assert (code, out) == (1, "")
+    assert err == 'error: --context must be a JSON object, such as \'{"repo": "acme/api"}\'\n'
 
 
 def test_an_error_that_needs_the_control_plane_stays_exit_1(
