@@ -76,9 +76,10 @@ def test_why(fresh: ServeProcess) -> None:
     ok("token", "start", "T-3", '{"repo": "acme/api"}', url=url)
     lines = ok("token", "why", "T-3", url=url)
     assert lines[0] == "T-3: coding, active"
+    version = httpx.get(url + "/health").json()["checksum"][7:15]
     assert lines[1].startswith(
-        "  no_supervisor: task 1 is queued for 'coding', and no live supervisor serves 'coding'; "
-        "start one with 'coding' in its folder (since "
+        f"  no_supervisor: task 1 is queued for 'coding', and no live supervisor of version "
+        f"{version} serves 'coding'; start one with 'coding' in its folder (since "
     )
     assert lines[2].startswith("  timer: a timeout fires 'timeout' at ")
     assert len(lines) == 3

@@ -260,6 +260,11 @@ class BeatBody(BaseModel):
     running: list[int] = Field(max_length=10_000)
     started_at: str = Field(description="An ISO 8601 time, e.g. 2026-10-16T20:48:44Z")
     stopping: bool = False
+    checksum: str | None = Field(
+        default=None,
+        pattern=r"^sha256:[0-9a-f]{64}$",
+        description="The version the supervisor serves (spec 90 §4); none: the current one",
+    )
 
 
 class Supervisor(_Open):
@@ -276,6 +281,7 @@ class Supervisor(_Open):
     stopping: bool
     seen_at: str
     status: Literal["live", "stale", "gone"]
+    checksum: str | None
 
 
 class InboxEvent(_Open):

@@ -11,7 +11,7 @@ from litestar import Request, Response, get, post
 from sqlalchemy import Connection
 
 from stateous.control.api.answers import answer, plane_of, read_body, run
-from stateous.control.api.bodies import is_whole
+from stateous.control.api.bodies import CHECKSUM, is_whole
 from stateous.control.clock import iso
 from stateous.control.errors import Refusal, invalid
 from stateous.control.store import registry
@@ -78,6 +78,17 @@ def _running(body: Mapping[str, Any]) -> list[int]:
     return value
 
 
+def _checksum(body: Mapping[str, Any]) -> str | None:
+    """The version the supervisor serves (spec 90 §4): optional, a supervisor of before versions
+    names none. Its shape only: a checksum never served simply matches no token's version."""
+    value = body.get("checksum")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not CHECKSUM.fullmatch(value):
+        raise _refuse("a beat's 'checksum' is 'sha256:' and 64 lowercase hex digits")
+    return value
+
+
 def beat_args(body: Mapping[str, Any]) -> Beat:
     """A beat's body, checked for shape (`422 invalid_body` naming the first bad field)."""
     supervisor = _text(body, "supervisor", 256)
@@ -93,11 +104,15 @@ def beat_args(body: Mapping[str, Any]) -> Beat:
     stopping = body.get("stopping", False)
     if not isinstance(stopping, bool):
         raise _refuse("a beat's 'stopping' is true or false")
-    return Beat(supervisor, host, pid, version, states, slots, running, started_at, stopping)
+    checksum = _checksum(body)
+    return Beat(
+        supervisor, host, pid, version, states, slots, running, started_at, stopping, checksum
+    )
 
 
 def supervisor_wire(found: Supervisor) -> dict[str, Any]:
-    """One entry of `GET /supervisors`: the beat's fields, `seen_at` and `status`."""
+    """One entry of `GET /supervisors`: the beat's fields, `seen_at`, `status` and `checksum`
+    (spec 90 §4; null for a supervisor whose beat names none)."""
     return {
         "supervisor": found.supervisor,
         "host": found.host,
@@ -110,6 +125,7 @@ def supervisor_wire(found: Supervisor) -> dict[str, Any]:
         "stopping": found.stopped_at is not None,
         "seen_at": iso(found.seen_at),
         "status": found.status,
+        "checksum": found.checksum,
     }
 
 

@@ -19,6 +19,7 @@ from stateous.control.engine.checks import no_token
 from stateous.control.engine.hold import family, held_events
 from stateous.control.engine.moves import ENDED, LIVE
 from stateous.control.engine.tx import EngineConfig, Tx
+from stateous.control.engine.versions import Versions
 from stateous.control.engine.views import token_wire
 from stateous.control.store import registry
 from stateous.control.store.ledger import last_of_kind
@@ -40,23 +41,46 @@ CODES = (
 
 @dataclass(frozen=True)
 class Seen:
-    """What the control plane knows of the supervisors now: who is live, and what they serve."""
+    """What the control plane knows of the supervisors now: who is live, what states they
+    serve, and the structure of the version each serves (spec 90 §4)."""
 
     live: dict[str, frozenset[str]]
+    structures: dict[str, str | None]  # None: a checksum that was never served
 
-    def serves(self, state: str) -> bool:
-        """Whether a live supervisor serves `state` (`<state>` or `<workflow>/<state>`)."""
-        return any(state in served for served in self.live.values())
+    def serves(self, state: str, structure: str) -> bool:
+        """Whether a live supervisor of `structure` serves `state` (`<state>` or
+        `<workflow>/<state>`)."""
+        return any(
+            state in served and self.structures.get(name) == structure
+            for name, served in self.live.items()
+        )
 
     def is_live(self, supervisor: str) -> bool:
         """Whether the supervisor is live."""
         return supervisor in self.live
 
 
-def seen_supervisors(conn: Connection, now: datetime) -> Seen:
-    """The live supervisors of the registry (spec 80 §5): the one place `why` asks."""
-    found = registry.list_supervisors(conn, now)
-    return Seen({s.supervisor: frozenset(s.states) for s in found if s.status == "live"})
+def seen_supervisors(conn: Connection, now: datetime, versions: Versions) -> Seen:
+    """The live supervisors of the registry (spec 80 §5): the one place `why` asks. A supervisor
+    whose beat names no checksum serves the current structure, as its claims do."""
+    found = [s for s in registry.list_supervisors(conn, now) if s.status == "live"]
+    return Seen(
+        {s.supervisor: frozenset(s.states) for s in found},
+        {s.supervisor: _structure_of(s.checksum, versions) for s in found},
+    )
+
+
+def _short(checksum: str) -> str:
+    # As `stateous.control.served.short` shows a version (spec 90 §3: 8 hex digits); served
+    # imports the engine, so the engine cannot import it back.
+    return checksum.removeprefix("sha256:")[:8]
+
+
+def _structure_of(checksum: str | None, versions: Versions) -> str | None:
+    if checksum is None:
+        return versions.current.structure
+    graph = versions.by_checksum(checksum)
+    return None if graph is None else graph.structure
 
 
 def why(conn: Connection, clock: Clock, config: EngineConfig, token_id: str) -> dict[str, Any]:
@@ -146,16 +170,20 @@ def _task_findings(tx: Tx, token: TokenRecord, task: TaskRecord) -> Iterator[Fin
 
 
 def _queued(tx: Tx, token: TokenRecord, task: TaskRecord, name: str) -> Iterator[Finding]:
-    """`no_supervisor` when no live supervisor serves the state, and `queued_behind`: always
-    when one does (first in line included), else only when older tasks are ahead."""
+    """`no_supervisor` when no live supervisor of the token's version serves the state (spec
+    90 §4), and `queued_behind`: always when one does (first in line included), else only when
+    older tasks are ahead."""
     ahead = _ahead(tx, token, task)
-    if seen_supervisors(tx.conn, tx.now).serves(name):
+    versions = tx.config.versions
+    structure = tx.config.body_of(token).structure
+    if seen_supervisors(tx.conn, tx.now, versions).serves(name, structure):
         yield _queued_behind(task, name, ahead)
         return
+    version = _short(versions.of(structure).checksum)
     yield _finding(
         "no_supervisor",
-        f"task {task.id} is queued for {name!r}, and no live supervisor serves "
-        f"{name!r}; start one with {name!r} in its folder",
+        f"task {task.id} is queued for {name!r}, and no live supervisor of version {version} "
+        f"serves {name!r}; start one with {name!r} in its folder",
         task.queued_at,
     )
     if ahead > 0:
@@ -188,7 +216,7 @@ def _claimed(tx: Tx, token: TokenRecord, task: TaskRecord) -> Finding:
     holder = task.claimed_by or "?"
     lease = iso(task.lease_until) if task.lease_until else "?"
     since = _claim_time(tx, token, task)
-    if seen_supervisors(tx.conn, tx.now).is_live(holder):
+    if seen_supervisors(tx.conn, tx.now, tx.config.versions).is_live(holder):
         return _finding(
             "claimed",
             f"{holder!r} works on task {task.id} (attempt {task.attempt}); its lease ends at "

@@ -75,6 +75,7 @@ class Beat:
     running: list[int]
     started_at: datetime
     stopping: bool = False
+    checksum: str | None = None  # the version it serves (spec 90 §4); None: the current one
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ class Supervisor:
     seen_at: datetime
     stopped_at: datetime | None
     status: str
+    checksum: str | None = None  # the version its beat names; None: the current one
 
     @classmethod
     def from_row(cls, row: Row[Any], now: datetime, limits: Thresholds) -> Supervisor:
@@ -100,7 +102,7 @@ class Supervisor:
         return cls(
             m["supervisor"], m["host"], m["pid"], m["version"], list(m["states"]), m["slots"],
             list(m["running"]), m["started_at"], m["seen_at"], m["stopped_at"],
-            status_at(m["seen_at"], m["stopped_at"], now, limits),
+            status_at(m["seen_at"], m["stopped_at"], now, limits), m["checksum"],
         )  # fmt: skip
 
     def gone_since(self, limits: Thresholds) -> datetime | None:
@@ -147,6 +149,7 @@ def record_beat(conn: Connection, beat: Beat, now: datetime) -> None:
         "started_at": beat.started_at,
         "seen_at": now,
         "stopped_at": now if beat.stopping else None,
+        "checksum": beat.checksum,
     }
     _upsert(conn, values)
     conn.execute(delete(supervisors).where(supervisors.c.seen_at < now - PRUNE_AFTER))

@@ -17,6 +17,7 @@ from sqlalchemy import (
     Boolean,
     Connection,
     Integer,
+    ScalarSelect,
     and_,
     bindparam,
     case,
@@ -311,6 +312,13 @@ def queued_ahead(conn: Connection, task: TaskRecord, workflow: str | None) -> in
             tasks.c.id < task.id,
             tokens.c.status == "active",
             same_workflow,
+            # Only tasks of the task's own version: a claim of one version takes no other's.
+            tasks.c.structure.is_not_distinct_from(_structure_of_task(task.id)),
         )
     )
     return int(conn.execute(query).scalar() or 0)
+
+
+def _structure_of_task(task: int) -> ScalarSelect[Any]:
+    own = tasks.alias("own")
+    return select(own.c.structure).where(own.c.id == task).scalar_subquery()

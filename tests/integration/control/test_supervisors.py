@@ -16,6 +16,7 @@ from tests.support.app import running_api
 from tests.support.graphs import ORDERS
 
 STARTED = "2026-10-16T20:40:00Z"
+CHECKSUM_SHAPE = "a beat's 'checksum' is 'sha256:' and 64 lowercase hex digits"
 
 
 def beat(name: str, states: list[str], **changes: Any) -> dict[str, Any]:
@@ -73,9 +74,24 @@ def test_a_beat_answers_the_entry_and_the_list_has_it(http: httpx.Client, clock:
         "stopping": False,
         "seen_at": iso(clock.now()),
         "status": "live",
+        "checksum": None,
     }
     assert answer.json() == entry
     assert http.get("/supervisors").json() == [entry]
+
+
+def test_a_beat_names_the_version_its_supervisor_serves(http: httpx.Client) -> None:
+    checksum = http.get("/health").json()["checksum"]
+    answer = http.post("/supervisors/beat", json=beat("box-1", ["draft"], checksum=checksum))
+    assert (answer.status_code, answer.json()["checksum"]) == (200, checksum)
+    assert [e["checksum"] for e in http.get("/supervisors").json()] == [checksum]
+    # Shape only: a checksum never served is stored as named (it serves no token's version).
+    stray = "sha256:" + "0" * 64
+    http.post("/supervisors/beat", json=beat("box-2", ["draft"], checksum=stray))
+    # A beat that names none (a supervisor of before versions) serves the current version.
+    http.post("/supervisors/beat", json=beat("box-1", ["draft"], checksum=None))
+    listed = http.get("/supervisors").json()
+    assert [(e["supervisor"], e["checksum"]) for e in listed] == [("box-1", None), ("box-2", stray)]
 
 
 def test_live_then_stale_then_gone_at_the_default_thresholds(
@@ -172,6 +188,9 @@ def test_metrics_counts_the_supervisors_by_status(http: httpx.Client, clock: Fak
             "a beat's 'started_at' is an ISO 8601 time, e.g. 2026-10-16T20:48:44Z",
         ),
         ({"stopping": "yes"}, "a beat's 'stopping' is true or false"),
+        ({"checksum": "sha256:abc"}, CHECKSUM_SHAPE),
+        ({"checksum": "sha256:" + "A" * 64}, CHECKSUM_SHAPE),
+        ({"checksum": 7}, CHECKSUM_SHAPE),
     ],
 )
 def test_a_bad_beat_is_refused_and_records_nothing(

@@ -20,6 +20,8 @@ from tests.unit.control.harness import DEV, Engine, refusal
 
 T0 = datetime(2026, 10, 16, 20, 0, 0)
 CTX = {"title": "first order"}
+#: The orders graph's version as people read it (spec 90 §3: 8 hex digits).
+ORDERS_VERSION = load_graph(graph_text(ORDERS)).checksum[7:15]
 
 
 class Why(Engine):
@@ -35,10 +37,13 @@ class Why(Engine):
     def sentences(self, token: str) -> list[str]:
         return [f["sentence"] for f in self.why(token)["findings"]]
 
-    def beat(self, name: str, states: list[str], ago: float = 0.0) -> None:
-        """A beat of supervisor `name`, `ago` seconds ago (recorded as the registry does)."""
+    def beat(
+        self, name: str, states: list[str], ago: float = 0.0, checksum: str | None = None
+    ) -> None:
+        """A beat of supervisor `name`, `ago` seconds ago (recorded as the registry does), of
+        the version `checksum` (None: a beat that names none)."""
         seen = self.clock.now() - timedelta(seconds=ago)
-        beat = Beat(name, "build-box-1", 1, "0.3.0", states, 4, [], seen)
+        beat = Beat(name, "build-box-1", 1, "0.3.0", states, 4, [], seen, False, checksum)
         with self.store.begin() as conn:
             record_beat(conn, beat, seen)
 
@@ -126,8 +131,8 @@ def test_no_supervisor(orders: Why) -> None:
     assert orders.why("A")["findings"] == [
         {
             "code": "no_supervisor",
-            "sentence": "task 1 is queued for 'draft', and no live supervisor serves 'draft'; "
-            "start one with 'draft' in its folder",
+            "sentence": f"task 1 is queued for 'draft', and no live supervisor of version "
+            f"{ORDERS_VERSION} serves 'draft'; start one with 'draft' in its folder",
             "since": iso(T0),
         }
     ]
@@ -140,8 +145,8 @@ def test_no_supervisor_with_older_tasks_ahead_names_both(orders: Why) -> None:
     assert orders.why("B")["findings"] == [
         {
             "code": "no_supervisor",
-            "sentence": "task 2 is queued for 'draft', and no live supervisor serves 'draft'; "
-            "start one with 'draft' in its folder",
+            "sentence": f"task 2 is queued for 'draft', and no live supervisor of version "
+            f"{ORDERS_VERSION} serves 'draft'; start one with 'draft' in its folder",
             "since": iso(T0),
         },
         {
@@ -151,6 +156,43 @@ def test_no_supervisor_with_older_tasks_ahead_names_both(orders: Why) -> None:
         },
     ]
     assert orders.codes("A") == ["no_supervisor"]  # first in line: nothing is ahead
+
+
+def test_no_supervisor_counts_only_the_supervisors_of_the_tokens_version(
+    store: Store, clock: FakeClock
+) -> None:
+    old = load_graph(graph_text(ORDERS))
+    changed = variant(ORDERS)
+    changed["events"]["withdrawn"] = {}
+    changed["transitions"].append({"from": "draft", "to": "__end__", "on": "withdrawn"})
+    new = load_graph(graph_text(changed))
+    clock.set(T0)
+    engine = Why(store, clock, EngineConfig(old))
+    engine.start("OLD", CTX)
+    engine.config.versions.make_current(new)
+    engine.start("NEW", CTX)
+
+    def no_supervisor(task: int, version: str) -> str:
+        return (
+            f"task {task} is queued for 'draft', and no live supervisor of version {version} "
+            "serves 'draft'; start one with 'draft' in its folder"
+        )
+
+    # A beat without a checksum serves the current version only, as its claims do.
+    engine.beat("published", ["draft"])
+    assert engine.codes("NEW") == ["queued_behind"]
+    assert engine.sentences("OLD") == [no_supervisor(1, old.checksum[7:15])]
+    # A supervisor of the old version, and the current one's named by its checksum.
+    engine.beat("published", ["draft"], ago=31)
+    engine.beat("old-box", ["draft"], checksum=old.checksum)
+    assert engine.codes("OLD") == ["queued_behind"]
+    assert engine.sentences("NEW") == [no_supervisor(2, new.checksum[7:15])]
+    engine.beat("new-box", ["draft"], checksum=new.checksum)
+    assert (engine.codes("OLD"), engine.codes("NEW")) == (["queued_behind"], ["queued_behind"])
+    # A checksum never served serves no token.
+    engine.beat("old-box", ["draft"], ago=31, checksum=old.checksum)
+    engine.beat("stray", ["draft"], checksum="sha256:" + "0" * 64)
+    assert engine.sentences("OLD") == [no_supervisor(1, old.checksum[7:15])]
 
 
 def test_queued_behind(orders: Why) -> None:
