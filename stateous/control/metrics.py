@@ -74,6 +74,14 @@ class _RowFigures(Collector):
         for status, count in figures.supervisors.items():
             supervisors.add_metric([status], count)
         yield supervisors
+        live = GaugeMetricFamily(
+            "stateous_tokens_live",
+            "Active and paused top tokens by structure (spec 90 §3).",
+            labels=["structure"],
+        )
+        for structure, count in sorted(figures.live.items()):
+            live.add_metric([structure[: len("sha256:") + 12]], count)
+        yield live
 
 
 @dataclass

@@ -44,7 +44,7 @@ def record_served(conn: Connection, graph: Graph, now: datetime) -> None:
     """
     read_control_plane(conn, for_update=True)
     record_version(conn, graph.checksum, graph.structure, canonical_json(graph.doc), now)
-    known = {row.structure for row in version_rows(conn)}
+    known = {row.structure for row in version_rows(conn, graphs=False)}
     unknown = {s: n for s, n in live_by_structure(conn).items() if s not in known}
     if unknown:
         count = sum(unknown.values())
@@ -72,7 +72,7 @@ def older_versions_line(conn: Connection, current: Graph) -> str | None:
     if not live:
         return None
     newest: dict[str, str] = {}
-    for row in version_rows(conn):  # newest first: each structure's newest checksum
+    for row in version_rows(conn, graphs=False):  # newest first: each structure's newest checksum
         newest.setdefault(row.structure, row.checksum)
     names = ", ".join(f"sha256:{short(newest.get(s, s))}…" for s in live)
     count, many = sum(live.values()), len(live)

@@ -38,10 +38,11 @@ __all__ = ["QUEUING_CALLS", "Waiter", "Wakeups"]
 #: The engine calls whose transaction can queue a task or make a queued one claimable: a start,
 #: a fire, a report, a resume (a paused token's tasks become claimable), a cancel (a parent
 #: moves on when its children end), a lease that ends (a retry), a timer that fires, and an
-#: operator's retry or move (spec 80 §3: each enters a state).
+#: operator's retry, move or migrate (spec 80 §3, spec 90 §5: each enters a state).
 QUEUING_CALLS = frozenset(
-    {"start", "fire", "report", "resume", "cancel", "lease expiry", "timer", "retry", "move"}
-)
+    {"start", "fire", "report", "resume", "cancel", "lease expiry", "timer", "retry", "move",
+     "migrate"}
+)  # fmt: skip
 
 
 class Waiter:

@@ -17,6 +17,8 @@ from stateous.control.api.protocol import protocol_class
 from stateous.control.clock import Clock, SystemClock
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.plane import Plane
+from stateous.control.runtime import serve_version
+from stateous.control.served import load_versions
 from stateous.control.store import migrate
 from stateous.control.store.db import Store, make_engine
 from stateous.model.graph import load_graph
@@ -55,7 +57,10 @@ def running_api(
     if migrate_first:
         with store.begin() as conn:
             migrate.upgrade(conn)
-    plane = Plane(store, EngineConfig(load_graph(graph_text(doc))), clock or SystemClock())
+    clock = clock or SystemClock()
+    graph = load_graph(graph_text(doc))
+    serve_version(store, graph, clock)  # as `serve` does: recorded, current (spec 90 §2)
+    plane = Plane(store, EngineConfig(graph, versions=load_versions(store, graph)), clock)
     port = free_port()
     app = create_app(plane, auth_names=auth_names)
     config = uvicorn.Config(

@@ -18,6 +18,7 @@ from sqlalchemy import Connection
 from stateous.control.api import batch as batch_routes  # spec 75 §1-3
 from stateous.control.api import bodies, edge, inbox, longpoll, openapi, operator, supervisors
 from stateous.control.api import bulk as bulk_routes  # spec 80 §1-2
+from stateous.control.api import migrate as migrate_routes  # spec 90 §5
 from stateous.control.api import planes as plane_routes  # spec 85 §1
 from stateous.control.api import repair as repair_routes  # spec 80 §3-4
 from stateous.control.api.acts import actor_of, by_of
@@ -317,6 +318,7 @@ def create_app(
             *inbox.ROUTES,
             *bulk_routes.ROUTES,
             *repair_routes.ROUTES,
+            *migrate_routes.ROUTES,
             *plane_routes.ROUTES,
         ],
         middleware=[edge.MetricsMiddleware()],

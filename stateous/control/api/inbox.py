@@ -29,8 +29,8 @@ def outside_events(graph: Graph, workflow: str | None, state: str) -> list[dict[
 
 
 def waiting_wire(graph: Graph, found: Waiting) -> dict[str, Any]:
-    """One entry of the inbox."""
-    return {
+    """One entry of the inbox; `graph` is the token's own version's (spec 90 §3)."""
+    entry = {
         "task": found.task,
         "token": found.token,
         "state": found.state_name,
@@ -40,6 +40,9 @@ def waiting_wire(graph: Graph, found: Waiting) -> dict[str, Any]:
         "note": found.note,
         "events": outside_events(graph, found.workflow, found.state),
     }
+    if found.structure is not None:
+        entry["structure"] = found.structure
+    return entry
 
 
 @get("/inbox")
@@ -47,9 +50,9 @@ async def inbox(request: Request[Any, Any, Any]) -> Response[bytes]:
     """The waiting tasks of active and paused tokens, the longest waiting first."""
     state = _text("state", request.query_params.get("state"), 129)
     limit = _whole("limit", request.query_params.get("limit"), 1, MAX_LIMIT, DEFAULT_LIMIT)
-    graph = plane_of(request).config.graph
+    versions = plane_of(request).config.versions
     found = await run(request, "inbox", lambda conn: waiting_tasks(conn, state, limit))
-    return answer([waiting_wire(graph, w) for w in found])
+    return answer([waiting_wire(versions.of(w.structure), w) for w in found])
 
 
 ROUTES = [inbox]

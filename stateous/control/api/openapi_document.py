@@ -89,6 +89,16 @@ class Health(_Open):
     role: Literal["holder", "replica"]
 
 
+class Version(_Open):
+    """A version on record (spec 90 §3); `live` counts a structure's live top tokens once."""
+
+    checksum: str
+    structure: str
+    current: bool
+    first_served_at: str
+    live: int
+
+
 class Refusal(_Open):
     """Every refusal: a sentence for people and a stable code for programs (spec 20 §1.7)."""
 
@@ -335,6 +345,16 @@ class MoveBody(BaseModel):
     by: By | None = None
 
 
+class MigrateBody(BaseModel):
+    """`POST /tokens/{id}/migrate` (spec 90 §5); the `Idempotency-Key` header makes it safe to
+    send again."""
+
+    to: str | None = Field(default=None, description="A checksum on record; default: the current")
+    states: dict[str, str] | None = Field(default=None, description="old state: new state")
+    context: dict[str, Any] | None = Field(default=None, description="Context keys to write")
+    by: By | None = None
+
+
 class SteerBody(BaseModel):
     """`POST /tokens/{id}/pause|resume|cancel`: `{}` or absent, or who acts (spec 80 §1)."""
 
@@ -351,24 +371,31 @@ class BulkFilter(BaseModel):
     entered_after: str | None = Field(default=None, description="ISO 8601")
     context: dict[str, Any] | None = Field(default=None, description="key: the JSON it equals")
     tokens: list[str] | None = Field(default=None, max_length=10_000)
+    structure: list[str] | None = Field(default=None, description="Structures (sha256:…)")
 
 
 class BulkBody(BaseModel):
     """`POST /bulk` (spec 80 §2)."""
 
-    action: Literal["pause", "resume", "cancel", "fire", "retry"]
+    action: Literal["pause", "resume", "cancel", "fire", "retry", "migrate"]
     filter: BulkFilter | None = None
     event: str | None = Field(default=None, description="fire only, and needed there")
     payload: dict[str, Any] | None = None
+    to: str | None = Field(default=None, description="migrate only: a checksum on record")
+    states: dict[str, str] | None = Field(default=None, description="migrate only")
+    context: dict[str, Any] | None = Field(default=None, description="migrate only")
     dry_run: bool = False
     by: By | None = None
 
 
 class BulkPreview(_Open):
-    """A dry run: how many match, and the first 50 ids, oldest first."""
+    """A dry run: how many match, and the first 50 ids, oldest first; a migrate's adds the
+    refusals by code and the first 5 ids of each (spec 90 §5)."""
 
     matched: int
     tokens: list[str]
+    refused: dict[str, int] = Field(default_factory=dict, description="migrate only")
+    examples: dict[str, list[str]] = Field(default_factory=dict, description="migrate only")
 
 
 class BulkStarted(_Open):
@@ -430,8 +457,8 @@ _MODELS: list[type[BaseModel]] = [
     Stats, StartBody, FireBody, ClaimBody, HeartbeatBody, ReportBody, NoteBody, MemoryBody,
     Grants, MessagesBody, StartsBody, Answers,
     BeatBody, Supervisor, InboxEntry, ControlPlane,
-    By, RetryBody, MoveBody, Finding, Why,
-    SteerBody, BulkFilter, BulkBody, BulkPreview, BulkStarted, BulkJob, Act,
+    By, RetryBody, MoveBody, MigrateBody, Finding, Why,
+    SteerBody, BulkFilter, BulkBody, BulkPreview, BulkStarted, BulkJob, Act, Version,
 ]  # fmt: skip
 
 #: (method, path) -> (request body model or None, {status: answer}); an answer is a model, a
@@ -447,6 +474,7 @@ ROUTES: dict[tuple[str, str], tuple[type[BaseModel] | None, dict[int, Answer]]] 
     ("post", "/tokens/{token_id}/resume"): (SteerBody, {200: Token}),
     ("post", "/tokens/{token_id}/cancel"): (SteerBody, {200: Token}),
     ("get", "/workflow"): (None, {200: None}),
+    ("get", "/workflow/versions"): (None, {200: [Version]}),
     ("get", "/health"): (None, {200: Health}),
     ("post", "/tasks/claim"): (ClaimBody, {200: (Grant, Grants), 204: "empty"}),
     ("post", "/tasks/messages"): (MessagesBody, {200: Answers}),
@@ -466,6 +494,7 @@ ROUTES: dict[tuple[str, str], tuple[type[BaseModel] | None, dict[int, Answer]]] 
     ("get", "/inbox"): (None, {200: [InboxEntry]}),
     ("post", "/tokens/{token_id}/retry"): (RetryBody, {200: Token}),
     ("post", "/tokens/{token_id}/move"): (MoveBody, {200: Token}),
+    ("post", "/tokens/{token_id}/migrate"): (MigrateBody, {200: Token}),
     ("get", "/tokens/{token_id}/why"): (None, {200: Why}),
     ("get", "/control-planes"): (None, {200: [ControlPlane]}),
     ("get", "/audit"): (None, {200: [Act]}),
@@ -479,13 +508,13 @@ ROUTES: dict[tuple[str, str], tuple[type[BaseModel] | None, dict[int, Answer]]] 
 REFUSALS = {
     400: "Not JSON, NaN/Infinity, too deep (`bad_request`)",
     401: "No or a wrong bearer token, when authentication is on (`unauthorized`)",
-    404: "`not_found`, `token_not_found`, `task_not_found`, `bulk_not_found`",
+    404: "`not_found`, `token_not_found`, `task_not_found`, `bulk_not_found`, `version_not_found`",
     405: "`method_not_allowed`",
     409: "`event_not_allowed`, `token_not_active`, `child_token`, `task_not_held`, `attempt_over`, "
-    "`token_not_failed`, `bulk_not_running`",
+    "`token_not_failed`, `bulk_not_running`, `token_in_parallel`, `same_version`",
     413: "The body is larger than 1 MiB (`bad_request`)",
     422: "`invalid_argument`, `invalid_context`, `invalid_payload`, `invalid_token_id`, "
-    "`invalid_body`, `unknown_state`",
+    "`invalid_body`, `unknown_state`, `version_not_found`",
     500: "`unexpected`",
     503: "`database_busy`, `not_serving`",
 }
@@ -497,6 +526,7 @@ QUERIES: dict[str, list[tuple[str, str]]] = {
                ("state", "A state"), ("supervisor", "A supervisor name"),
                ("limit", "1 to 1000, default 100")],
     "/tokens/{token_id}/history": [("after", "Only the entries with seq > after")],
+    "/workflow": [("checksum", "A version on record (sha256:…); default: the current one")],
     "/inbox": [("state", "A state"), ("limit", "1 to 1000, default 100")],
     "/audit": [("actor", "An actor"), ("token", "A token id"),
                ("since", "ISO 8601: acts at or after it"), ("limit", "1 to 1000, default 100")],
@@ -551,7 +581,7 @@ def _operation(method: str, path: str, op: Operation) -> None:
             Any,
             {"required": False, "content": {"application/json": {"schema": _ref(body)}}},
         )
-    if path == "/tokens/{token_id}/events/{event}":
+    if path in ("/tokens/{token_id}/events/{event}", "/tokens/{token_id}/migrate"):
         key = {"name": "Idempotency-Key", "in": "header", "required": False,
                "schema": {"type": "string", "minLength": 1, "maxLength": 256}}  # fmt: skip
         op.parameters = [*(op.parameters or []), cast(Any, key)]

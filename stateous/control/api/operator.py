@@ -17,6 +17,7 @@ from stateous.control.api.answers import answer, plane_of, run
 from stateous.control.api.supervisors import stats_with_supervisors
 from stateous.control.clock import iso
 from stateous.control.engine.checks import no_token
+from stateous.control.engine.reads import versions_wire
 from stateous.control.errors import invalid
 from stateous.control.store import operator_queries as oq
 from stateous.control.store.stats import Stats
@@ -132,22 +133,26 @@ def history_after(conn: Connection, token_id: str, after: int) -> list[dict[str,
 
 
 def graph_states(request: Request[Any, Any, Any]) -> list[str]:
-    """Every state of the served graph in order: the main workflow's, then `<child>/<state>`."""
-    graph = plane_of(request).config.graph
-    names = list(graph.main.states)
-    for name, body in graph.bodies.items():
-        if name != graph.workflow:
-            names.extend(f"{name}/{state}" for state in body.states)
-    return names
+    """Every state of the current graph in order: the main workflow's, then `<child>/<state>`;
+    then those only older versions have (spec 90), in the same order."""
+    versions = plane_of(request).config.versions
+    names: dict[str, None] = {}
+    for graph in versions.graphs():
+        names.update(dict.fromkeys(graph.main.states))
+        for name, body in graph.bodies.items():
+            if name != graph.workflow:
+                names.update(dict.fromkeys(f"{name}/{state}" for state in body.states))
+    return list(names)
 
 
-def stats_wire(found: Stats) -> dict[str, Any]:
-    """The answer of `GET /stats`."""
+def stats_wire(found: Stats, versions: list[dict[str, Any]]) -> dict[str, Any]:
+    """The answer of `GET /stats`, with the versions of `GET /workflow/versions` (spec 90 §3)."""
     return {
         "tokens": found.tokens,
         "states": found.states,
         "oldest_queued_at": iso(found.oldest_queued_at) if found.oldest_queued_at else None,
         "serving": found.serving,
+        "versions": versions,
     }
 
 
@@ -190,13 +195,14 @@ async def get_token_memory(
 @get("/stats")
 async def get_stats(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Tokens by status, and tokens, tasks and live supervisors (spec 80 §5) by state."""
-    states, now = graph_states(request), plane_of(request).clock.now
-    found = await run(
-        request,
-        "stats",
-        lambda conn: stats_with_supervisors(conn, states, TOKEN_STATUSES, now()),
-    )
-    return answer(stats_wire(found))
+    plane = plane_of(request)
+    states, now, current = graph_states(request), plane.clock.now, plane.config.graph.checksum
+
+    def read(conn: Connection) -> dict[str, Any]:
+        found = stats_with_supervisors(conn, states, TOKEN_STATUSES, now())
+        return stats_wire(found, versions_wire(conn, current))
+
+    return answer(await run(request, "stats", read))
 
 
 ROUTES = [list_tasks, get_token_tasks, get_token_timers, get_token_memory, get_stats]

@@ -1,17 +1,23 @@
 """Bulk jobs (spec 80 §2): `POST /bulk` freezes the matches; the holder applies them one by one.
 
-A job acts on each frozen token as its own ordinary operation (pause, resume, cancel, fire or
-retry, with `by.bulk`), in the same transaction that marks the match done or skipped, so a job
-never applies twice to a token, across a restart or a takeover too.
+A job acts on each frozen token as its own ordinary operation (pause, resume, cancel, fire,
+retry or migrate, with `by.bulk`), in the same transaction that marks the match done or skipped,
+so a job never applies twice to a token, across a restart or a takeover too.
+
+A `migrate` job (spec 90 §5) keeps its `{"to", "states", "context"}` in the job's `payload`
+column (a fire's payload is the only other use of it), `to` resolved when the job is made, so
+a job goes on to the same version after the current one changed. Its dry run checks every
+matched token against the live data with the route's own checks (`migrate_problem`).
 """
 
 from __future__ import annotations
 
 import heapq
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import batched
 from typing import Any
 
 from sqlalchemy import Connection
@@ -19,16 +25,28 @@ from sqlalchemy.exc import DBAPIError
 
 from stateous.control.clock import Clock, iso
 from stateous.control.engine.bulk_filter import as_wire, parse_filter
-from stateous.control.engine.tx import EngineConfig
-from stateous.control.errors import RecordedRefusal, Refusal, conflict, invalid, not_found
+from stateous.control.engine.migrate import check_migrate_input, migrate_problem
+from stateous.control.engine.tx import EngineConfig, Tx
+from stateous.control.errors import (
+    RecordedRefusal,
+    Refusal,
+    StoreError,
+    conflict,
+    invalid,
+    not_found,
+)
 from stateous.control.store import bulk as store
+from stateous.control.store.records import TokenRecord
+from stateous.model.selection import Filter
 from stateous.model.wire import OWN_EVENTS
 
 log = logging.getLogger("stateous.bulk")
 
-ACTIONS = ("pause", "resume", "cancel", "fire", "retry")
-REQUEST_PARTS = ("action", "filter", "event", "payload", "dry_run", "by")
+ACTIONS = ("pause", "resume", "cancel", "fire", "retry", "migrate")
+MIGRATION_PARTS = ("to", "states", "context")
+REQUEST_PARTS = ("action", "filter", "event", "payload", "dry_run", "by", *MIGRATION_PARTS)
 FIRST = 50  # ids a dry run shows
+EXAMPLES = 5  # ids a migrate's dry run shows per refusal code
 
 
 @dataclass(frozen=True)
@@ -41,6 +59,8 @@ class Request:
     payload: dict[str, Any] | None
     dry_run: bool
     by: dict[str, Any] | None
+    #: A migrate's `{"to", "states", "context"}` (`to` None: the current version).
+    migration: dict[str, Any] | None = None
 
 
 def check_request(body: Mapping[str, Any], by: dict[str, Any] | None) -> Request:
@@ -62,7 +82,22 @@ def check_request(body: Mapping[str, Any], by: dict[str, Any] | None) -> Request
     dry_run = body.get("dry_run", False)
     if not isinstance(dry_run, bool):
         raise invalid("invalid_body", "'dry_run' is true or false")
-    return Request(str(action), body.get("filter"), event, payload, dry_run, by)
+    migration = _migration(str(action), body)
+    return Request(str(action), body.get("filter"), event, payload, dry_run, by, migration)
+
+
+def _migration(action: str, body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A migrate's `to`, `states` and `context`, checked; other actions take none of them."""
+    given = {name: body.get(name) for name in MIGRATION_PARTS}
+    if action != "migrate":
+        if any(value is not None for value in given.values()):
+            raise invalid(
+                "invalid_body",
+                f"{action!r} takes no 'to', 'states' or 'context'; only migrate does",
+            )
+        return None
+    check_migrate_input(given["to"], given["states"], given["context"], None)
+    return {"to": given["to"], "states": given["states"] or {}, "context": given["context"] or {}}
 
 
 def create(
@@ -71,19 +106,20 @@ def create(
     """A dry run (`200 {"matched", "tokens"}`, nothing written) or a new job whose matches are
     frozen in this transaction (`202 {"job", "matched"}`)."""
     main = config.body(None)
-    found = parse_filter(request.filter, main.states)
+    states, structures = _on_record(conn, config)
+    found = parse_filter(request.filter, states, structures)
     if request.event is not None and (
         request.event not in main.events or request.event in OWN_EVENTS
     ):
         raise invalid("invalid_body", f"the workflow {main.name!r} has no event {request.event!r}")
+    migration = _resolved(config, request.migration)
     if request.dry_run:
-        counted = _Counted(store.matching(conn, found))
-        oldest = heapq.nsmallest(FIRST, counted, key=lambda item: (item[1], item[0]))
-        return 200, {"matched": counted.count, "tokens": [token for token, _ in oldest]}
+        return 200, _dry_run(conn, clock, config, found, migration)
     now = clock.now()
+    payload = migration if migration is not None else request.payload
     job = store.insert_job(conn, {
         "action": request.action, "filter": as_wire(found), "event": request.event,
-        "payload": request.payload, "matched": 0, "status": "running", "created_at": now,
+        "payload": payload, "matched": 0, "status": "running", "created_at": now,
         "finished_at": None, "by": request.by,
     })  # fmt: skip
     ids = [token for token, _ in store.matching(conn, found)]
@@ -92,6 +128,82 @@ def create(
     if not ids:
         store.end_job(conn, job, "finished", now)
     return 202, {"job": job, "matched": len(ids)}
+
+
+def _on_record(conn: Connection, config: EngineConfig) -> tuple[set[str], set[str]]:
+    """The states a filter may name (of the main workflow of every version on record: a token
+    of an older version may be in a state the current one lacks) and the structures."""
+    structures = {config.graph.structure, *store.structures_on_record(conn)}
+    states: set[str] = set()
+    for structure in structures:
+        try:
+            states.update(config.versions.of(structure).main.states)
+        except StoreError:  # recorded by another control plane and unreadable here: no states
+            continue
+    return states, structures
+
+
+def _resolved(config: EngineConfig, migration: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A migrate's parts with `to` the checksum it names (`422 version_not_found`)."""
+    if migration is None:
+        return None
+    to = migration["to"]
+    target = config.graph if to is None else config.versions.by_checksum(str(to))
+    if target is None:
+        raise invalid("version_not_found", f"no version {to!r} was ever served")
+    return {**migration, "to": target.checksum}
+
+
+def _dry_run(
+    conn: Connection,
+    clock: Clock,
+    config: EngineConfig,
+    found: Filter,
+    migration: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """`{"matched", "tokens"}`; a migrate's adds `refused` by code and the first `examples`
+    of each, every matched token checked as the route checks it. Nothing is written."""
+    matches: Iterable[tuple[str, datetime]] = store.matching(conn, found)
+    checked = _Checked(Tx.open(conn, clock, config), migration) if migration else None
+    if checked is not None:
+        matches = checked.pages(conn, matches)
+    counted = _Counted(iter(matches))
+    oldest = heapq.nsmallest(FIRST, counted, key=lambda item: (item[1], item[0]))
+    answer: dict[str, Any] = {"matched": counted.count, "tokens": [token for token, _ in oldest]}
+    if checked is not None:
+        answer["refused"] = dict(sorted(checked.refused.items()))
+        answer["examples"] = dict(sorted(checked.examples.items()))
+    return answer
+
+
+class _Checked:
+    """A migrate's dry run: each matched token checked, the refusals counted by code."""
+
+    def __init__(self, tx: Tx, migration: dict[str, Any]) -> None:
+        self.tx = tx
+        self.migration = migration
+        self.refused: dict[str, int] = {}
+        self.examples: dict[str, list[str]] = {}
+
+    def pages(
+        self, conn: Connection, matches: Iterable[tuple[str, datetime]]
+    ) -> Iterator[tuple[str, datetime]]:
+        """The matches as they come, each page of them checked first (one read a page)."""
+        for page in batched(matches, store.PAGE):
+            for record in store.records_of(conn, [token for token, _ in page]):
+                self.check(record)
+            yield from page
+
+    def check(self, record: TokenRecord) -> None:
+        """Count the refusal a migration of `record` would meet now, if any."""
+        m = self.migration
+        problem = migrate_problem(self.tx, record, m["to"], m["states"], m["context"])
+        if problem is None:
+            return
+        self.refused[problem.code] = self.refused.get(problem.code, 0) + 1
+        shown = self.examples.setdefault(problem.code, [])
+        if len(shown) < EXAMPLES:
+            shown.append(record.token)
 
 
 class _Counted:
@@ -113,6 +225,13 @@ Act = Callable[[Connection, Clock, EngineConfig, str, store.Job, dict[str, Any]]
 
 
 def _act(job: store.Job) -> Act:
+    if job.action == "migrate":
+        from stateous.control.engine.migrate import migrate
+
+        p = job.payload or {}
+        return lambda conn, clock, config, token, job, by: migrate(
+            conn, clock, config, token, p.get("to"), p.get("states"), p.get("context"), by
+        )
     if job.action == "fire":
         from stateous.control.engine.fire import fire
 
@@ -225,6 +344,8 @@ def wire(conn: Connection, job: store.Job) -> dict[str, Any]:
         "created_at": iso(job.created_at),
         "finished_at": iso(job.finished_at) if job.finished_at else None,
         "by": job.by,
+        # A migrate's `to`, `states` and `context` (spec 90 §5), kept in the payload column.
+        **((job.payload or {}) if job.action == "migrate" else {}),
     }
 
 

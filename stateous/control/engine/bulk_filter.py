@@ -6,6 +6,7 @@ Every part is optional and all must hold; only top tokens are ever selected. A b
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import Any
@@ -15,8 +16,13 @@ from stateous.control.errors import invalid
 from stateous.model.selection import Filter
 from stateous.model.wire import TOKEN_STATUSES
 
-PARTS = ("status", "state", "prefix", "entered_before", "entered_after", "context", "tokens")
+PARTS = (
+    "status", "state", "prefix", "entered_before", "entered_after", "context", "tokens",
+    "structure",
+)  # fmt: skip
 MAX_TOKENS = 10_000
+#: A structure: `sha256:` and 64 lower-case hex digits.
+STRUCTURE = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def _refuse(message: str) -> Exception:
@@ -55,8 +61,24 @@ def _tokens(value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(value))
 
 
-def parse_filter(value: Any, states: Collection[str]) -> Filter:
-    """Check a body's `filter` against the workflow's `states`; absent or null is `{}`."""
+def _structures(value: Any, known: Collection[str] | None) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(
+        isinstance(item, str) and STRUCTURE.fullmatch(item) for item in value
+    ):
+        raise _refuse("the filter's 'structure' is a list of 'sha256:' and 64 hex digits each")
+    for item in value:
+        if known is not None and item not in known:
+            raise _refuse(
+                f"the filter's 'structure' names {item!r}, which is no version's on record"
+            )
+    return tuple(dict.fromkeys(value))
+
+
+def parse_filter(
+    value: Any, states: Collection[str], structures: Collection[str] | None = None
+) -> Filter:
+    """Check a body's `filter` against the `states` of the workflow's versions and the
+    `structures` on record (None: any well-formed one); absent or null is `{}`."""
     if value is None:
         return Filter()
     if not isinstance(value, dict):
@@ -79,6 +101,7 @@ def parse_filter(value: Any, states: Collection[str]) -> Filter:
         entered_after=parse_time("entered_after", get("entered_after")) if "entered_after" in value else None,
         context=context,
         tokens=_tokens(get("tokens")) if "tokens" in value else None,
+        structure=_structures(get("structure"), structures) if "structure" in value else None,
     )  # fmt: skip
 
 

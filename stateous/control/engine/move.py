@@ -78,7 +78,7 @@ def move(
         tx.update_token(token.token, status="active")
     token = enter(tx, body, replace(token, context=merged, status="active"), to)
     if paused:
-        _pause_family(tx, token)
+        pause_family(tx, token)
     tx.flush()
     return get_token(conn, token.token) or token
 
@@ -94,7 +94,7 @@ def _check_target(body: WorkflowBody, to: str) -> None:
         raise invalid("unknown_state", f"the workflow {body.name!r} has no state {to!r}")
 
 
-def _pause_family(tx: Tx, token: TokenRecord) -> None:
+def pause_family(tx: Tx, token: TokenRecord) -> None:
     """Keep a moved paused token paused: itself, and the children its entry just started."""
     tx.update_token(token.token, status="paused")
     for member in family(tx, token.token)[1:]:

@@ -48,7 +48,7 @@ def versions_wire(conn: Connection, current: str) -> list[dict[str, Any]]:
     live = live_by_structure(conn)
     counted: set[str] = set()
     found: list[dict[str, Any]] = []
-    for row in version_rows(conn):
+    for row in version_rows(conn, graphs=False):
         first = row.structure not in counted
         counted.add(row.structure)
         found.append(

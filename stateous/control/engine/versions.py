@@ -48,6 +48,11 @@ class Versions:
                 raise StoreError(f"the structure {structure} has no graph on record")
         return graph
 
+    def graphs(self) -> list[Graph]:
+        """The graph of each structure known, the current one first."""
+        others = [g for s, g in self._by_structure.items() if s != self._current.structure]
+        return [self._current, *others]
+
     def by_checksum(self, checksum: str) -> Graph | None:
         """The graph served under this checksum, or None when it was never served."""
         graph = self._by_checksum.get(checksum)

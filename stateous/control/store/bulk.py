@@ -9,7 +9,8 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, func, insert, select, update
 
-from stateous.control.store.tables import bulk_jobs, bulk_matches, tokens
+from stateous.control.store.records import TokenRecord
+from stateous.control.store.tables import bulk_jobs, bulk_matches, tokens, workflow_versions
 from stateous.model.selection import Filter, context_holds
 
 PAGE = 1000  # tokens read per page while matching; ids per IN (...) of an explicit list
@@ -51,6 +52,8 @@ def _conditions(found: Filter) -> list[ColumnElement[bool]]:
         where.append(tokens.c.entered_at < found.entered_before)
     if found.entered_after is not None:
         where.append(tokens.c.entered_at > found.entered_after)
+    if found.structure is not None:
+        where.append(tokens.c.structure.in_(found.structure))
     return where
 
 
@@ -86,6 +89,17 @@ def matching(conn: Connection, found: Filter) -> Iterator[tuple[str, datetime]]:
                 isinstance(row[2], dict) and context_holds(row[2], found.context)
             ):
                 yield row[0], row[1]
+
+
+def records_of(conn: Connection, ids: Sequence[str]) -> list[TokenRecord]:
+    """The rows of the tokens `ids` (at most `PAGE`), in id order (a migrate's dry run)."""
+    query = select(tokens).where(tokens.c.token.in_(ids)).order_by(tokens.c.token)
+    return [TokenRecord.from_row(row) for row in conn.execute(query)]
+
+
+def structures_on_record(conn: Connection) -> set[str]:
+    """The structures of the versions on record (what a filter's `structure` may name)."""
+    return set(conn.execute(select(workflow_versions.c.structure).distinct()).scalars())
 
 
 def insert_job(conn: Connection, values: dict[str, Any]) -> int:

@@ -13,6 +13,7 @@ from sqlalchemy import Connection, func, select
 
 from stateous.control.store import registry
 from stateous.control.store import tables as t
+from stateous.control.store.versions import live_by_structure
 from stateous.model.wire import TASK_STATUSES, TOKEN_STATUSES
 
 
@@ -25,6 +26,8 @@ class Figures:
     queued: dict[str, int]
     oldest_queued_at: datetime | None
     supervisors: dict[str, int] = field(default_factory=dict)
+    #: Active and paused top tokens by structure (spec 90 §3).
+    live: dict[str, int] = field(default_factory=dict)
 
 
 def read_figures(conn: Connection, now: datetime | None = None) -> Figures:
@@ -54,4 +57,4 @@ def read_figures(conn: Connection, now: datetime | None = None) -> Figures:
         select(func.min(t.tasks.c.queued_at)).where(t.TASK_IS_OPEN, t.tasks.c.status == "queued")
     ).scalar()
     supervisors = registry.counts_by_status(conn, now) if now is not None else {}
-    return Figures(tokens, tasks, queued, oldest, supervisors)
+    return Figures(tokens, tasks, queued, oldest, supervisors, live_by_structure(conn))

@@ -29,6 +29,8 @@ class Waiting:
     status: str
     since: datetime
     note: str | None
+    #: The structure the token runs on (spec 90 §3).
+    structure: str | None = None
 
     @property
     def state_name(self) -> str:
@@ -61,6 +63,7 @@ def waiting_tasks(conn: Connection, state: str | None, limit: int) -> list[Waiti
             tasks.c.visit,
             tokens.c.status,
             since,
+            tokens.c.structure,
         )
         .join(tokens, tokens.c.token == tasks.c.token)
         .where(TASK_IS_OPEN, tasks.c.status == "waiting", tokens.c.status.in_(LIVE))
@@ -83,6 +86,7 @@ def waiting_tasks(conn: Connection, state: str | None, limit: int) -> list[Waiti
             row.status,
             row.since,
             notes.get(row.id),
+            row.structure,
         )
         for row in rows
     ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, func, insert, literal, select
 
 from stateous.control.store.tables import TOKEN_IS_LIVE_TOP, tokens, workflow_versions
 
@@ -21,10 +21,14 @@ class VersionRow:
     first_served_at: datetime
 
 
-def version_rows(conn: Connection) -> list[VersionRow]:
-    """Every version on record, newest first (then by checksum, for a stable order)."""
+def version_rows(conn: Connection, graphs: bool = True) -> list[VersionRow]:
+    """Every version on record, newest first (then by checksum, for a stable order); without
+    `graphs`, each row's `graph` is empty (a listing needs none)."""
     v = workflow_versions.c
-    query = select(workflow_versions).order_by(v.first_served_at.desc(), v.checksum)
+    graph = v.graph if graphs else literal("").label("graph")
+    query = select(v.checksum, v.structure, graph, v.first_served_at).order_by(
+        v.first_served_at.desc(), v.checksum
+    )
     return [
         VersionRow(m["checksum"], m["structure"], m["graph"], m["first_served_at"])
         for m in (row._mapping for row in conn.execute(query))

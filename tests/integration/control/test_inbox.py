@@ -11,11 +11,14 @@ import httpx
 import pytest
 
 from stateous.control.clock import FakeClock, iso
+from stateous.model.canonical import structure
 from tests.support.app import running_api
 from tests.support.graphs import SDLC
 
 BOX = "build-box-1"
 TESTS_SCHEMA = SDLC["schemas"]["Tests"]
+#: The structure every token here runs on (spec 90 §3).
+SDLC_STRUCTURE = structure(SDLC)
 CODING_EVENTS = [
     {"event": "done", "payload_schema": None},
     {"event": "stuck", "payload_schema": None},
@@ -94,14 +97,14 @@ def test_the_longest_waiting_first_with_the_last_note_and_the_events(
     one_since = iso(clock.now())
     assert inbox(http) == [
         {"task": two["task"], "token": "T-2", "state": "coding", "visit": 1, "status": "active",
-         "since": two_since, "note": "which branch?", "events": CODING_EVENTS},
+         "since": two_since, "note": "which branch?", "events": CODING_EVENTS, "structure": SDLC_STRUCTURE},
         {"task": testing["task"], "token": "T-4", "state": "testing", "visit": 1,
          "status": "active", "since": testing_since,
-         "note": "the tests need a database; run them by hand?", "events": TESTING_EVENTS},
+         "note": "the tests need a database; run them by hand?", "events": TESTING_EVENTS, "structure": SDLC_STRUCTURE},
         {"task": three["task"], "token": "T-3", "state": "coding", "visit": 1, "status": "active",
-         "since": three_since, "note": None, "events": CODING_EVENTS},
+         "since": three_since, "note": None, "events": CODING_EVENTS, "structure": SDLC_STRUCTURE},
         {"task": one["task"], "token": "T-1", "state": "coding", "visit": 1, "status": "active",
-         "since": one_since, "note": "the second question", "events": CODING_EVENTS},
+         "since": one_since, "note": "the second question", "events": CODING_EVENTS, "structure": SDLC_STRUCTURE},
     ]  # fmt: skip
     assert [e["token"] for e in inbox(http, "?limit=2")] == ["T-2", "T-4"]
     assert [e["token"] for e in inbox(http, "?state=testing")] == ["T-4"]
