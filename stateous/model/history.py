@@ -62,6 +62,7 @@ _KIND_STYLES = {
     "task_retrying": "yellow",
     "retried": "bold yellow",
     "moved": "bold yellow",
+    "migrated": "bold yellow",
 }
 
 
@@ -291,6 +292,15 @@ def _moved(data: Mapping[str, Any]) -> str:
     return f"moved from {display_state(data.get('from'))} to {display_state(data.get('to'))}"
 
 
+def _migrated(data: Mapping[str, Any]) -> str:
+    """`migrated to sha256:77ef12ab… (review → checking)` (spec 90 §5): the target version as
+    people read it (8 hex digits), the state before and the state after."""
+    to = data.get("to")
+    version = f"sha256:{to.removeprefix('sha256:')[:8]}…" if isinstance(to, str) else "?"
+    states = f"{display_state(data.get('state'))} → {display_state(data.get('into'))}"
+    return f"migrated to {version} ({states})"
+
+
 def _cancelled(data: Mapping[str, Any]) -> str:
     return f"cancelled: {_field(data, 'reason')}" if "reason" in data else "cancelled"
 
@@ -332,6 +342,7 @@ _RENDERERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "cancelled": _cancelled,
     "retried": _retried,  # spec 80 §3
     "moved": _moved,
+    "migrated": _migrated,  # spec 90 §5
 }
 
 KINDS: frozenset[str] = frozenset({*_RENDERERS, "timer_set"})

@@ -23,6 +23,7 @@ class Filter:
     entered_after: datetime | None = None
     context: dict[str, Any] | None = None
     tokens: tuple[str, ...] | None = None
+    structure: tuple[str, ...] | None = None  # spec 90 §3: the structures tokens run on
 
 
 def same_json(one: Any, other: Any) -> bool:

@@ -107,6 +107,16 @@ EVERY_KIND: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("retried", {"state": "coding"}, "retried in coding"),
     ("moved", {"from": "testing", "to": "coding"}, "moved from testing to coding"),
+    (
+        "migrated",
+        {
+            "from": "sha256:" + "99ab12cd" * 8,
+            "to": "sha256:" + "77ef12ab" * 8,
+            "state": "review",
+            "into": "checking",
+        },
+        "migrated to sha256:77ef12ab… (review → checking)",
+    ),
     ("mystery", {"a": 1}, 'mystery {"a": 1}'),
 ]
 
