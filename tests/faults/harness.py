@@ -115,13 +115,24 @@ async def testing(ctx: TicketContext) -> events.passed | events.failed:
 
 
 def make_folder(
-    parent: Path, url: str, name: str, *, tasks: int = 8, extra: str = "", slow: str = ""
+    parent: Path,
+    url: str,
+    name: str,
+    *,
+    tasks: int = 8,
+    extra: str = "",
+    slow: str = "",
+    contract: str | None = None,
 ) -> Path:
     """A supervisor folder of the sdlc workflow with the flaky routines, speaking to `url`;
-    the routines of tokens whose id starts with `slow` (when given) take ten times longer."""
+    the routines of tokens whose id starts with `slow` (when given) take ten times longer.
+    `contract`: the text of its contract.py (default: the example's, of sdlc.json)."""
     folder = parent / name
     folder.mkdir()
-    shutil.copy(ROOT / "examples" / "sdlc-supervisor" / "contract.py", folder / "contract.py")
+    if contract is None:
+        shutil.copy(ROOT / "examples" / "sdlc-supervisor" / "contract.py", folder / "contract.py")
+    else:
+        (folder / "contract.py").write_text(contract, encoding="utf-8")
     routines = ROUTINES.replace('SLOW = ""', f"SLOW = {slow!r}")
     (folder / "routines.py").write_text(routines, encoding="utf-8")
     (folder / "stateous.yaml").write_text(
@@ -155,6 +166,7 @@ class Plane:
     served: ServeProcess | None = None
     starts: int = 0
     file_limit: int | None = None  # bytes; the largest file the process may write
+    graph: Path = SDLC_GRAPH  # the graph file it serves (another version: spec 90)
 
     @property
     def url(self) -> str:
@@ -171,7 +183,7 @@ class Plane:
 
     def _popen(self) -> subprocess.Popen[str]:
         return start_serve(
-            SDLC_GRAPH,
+            self.graph,
             self.db_url,
             listen=f"127.0.0.1:{self.port}",
             env={**SERVE_ENV, **self.env},

@@ -426,3 +426,39 @@ def test_bulk_jobs_made_on_a_replica_run_on_the_holder_then_on_the_new_one(
         assert (job["status"], job["done"]) == ("finished", 3)
         statuses = {t["token"]: t["status"] for t in httpx.get(f"{replica.url}/tokens").json()}
         assert statuses == {"B-0": "active", "B-1": "active", "B-2": "active"}
+
+
+def test_a_replica_follows_the_holders_current_version_without_a_restart(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Spec 90 §2: a replica started with an older graph file on record starts new tokens on
+    the version the holder serves; when it takes the hold, its own graph file is current."""
+    from stateous.model.canonical import structure
+
+    newer = variant(ORDERS)
+    newer["events"]["dropped"] = {}
+    older_graph = write_graph(tmp_path, ORDERS)
+    newer_graph = write_graph(tmp_path, newer, "newer.json")
+    context = {"title": "t"}
+    with serve_process(older_graph, pg_url, env=KNOBS) as holder:
+        assert httpx.post(holder.url + "/tokens", json={"token": "A-1", "context": context})
+    with (
+        serve_process(newer_graph, pg_url, env=KNOBS) as holder,
+        serve_process(older_graph, pg_url, extra=["--replica"], env=KNOBS) as replica,
+    ):
+        started = httpx.post(replica.url + "/tokens", json={"token": "B-1", "context": context})
+        assert started.json()["structure"] == structure(newer)
+        health = httpx.get(replica.url + "/health").json()
+        assert health["checksum"] == httpx.get(holder.url + "/health").json()["checksum"]
+        holder.stop()  # the replica takes the hold: its graph file is current from then on
+        deadline = time.monotonic() + 15
+        while httpx.get(replica.url + "/health").json()["role"] != "holder":
+            assert time.monotonic() < deadline, "the replica did not take the hold"
+            time.sleep(0.2)
+        taken = httpx.post(replica.url + "/tokens", json={"token": "C-1", "context": context})
+        assert taken.json()["structure"] == structure(ORDERS)
+        versions = httpx.get(replica.url + "/workflow/versions").json()
+        assert [(v["structure"], v["current"], v["live"]) for v in versions] == [
+            (structure(newer), False, 1),
+            (structure(ORDERS), True, 2),
+        ]
