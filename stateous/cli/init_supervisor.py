@@ -1,4 +1,5 @@
-"""`stateous init supervisor SOURCE FOLDER [--stateous-path PATH]` (spec 40 §2)."""
+"""`stateous init supervisor SOURCE FOLDER [--stateous-path PATH] [--checksum sha256:…]` (spec 40
+§2, spec 90 §4)."""
 
 from __future__ import annotations
 
@@ -41,10 +42,19 @@ class InitError(StateousError):
 @click.argument("source")
 @click.argument("folder")
 @click.option("--stateous-path", "stateous_path", default=None, metavar="PATH")
-def init_supervisor_command(source: str, folder: str, stateous_path: str | None) -> None:
+@click.option(
+    "--checksum",
+    default=None,
+    metavar="sha256:…",
+    help="The version to write the folder for, from a control plane's URL (spec 90 §4); "
+    "default: the version new tokens start on.",
+)
+def init_supervisor_command(
+    source: str, folder: str, stateous_path: str | None, checksum: str | None
+) -> None:
     """Write a supervisor's folder, from a control plane, a graph file or a flow.py."""
     checkout = _checkout(stateous_path) if stateous_path is not None else None
-    document, url = _document(source)
+    document, url = _document(source, checksum)
     try:
         contract = contract_text(document)
     except ContractError as exc:
@@ -75,10 +85,16 @@ def _checkout(path: str) -> str:
 # --- the graph document -----------------------------------------------------------------------
 
 
-def _document(source: str) -> tuple[Mapping[str, Any], str]:
-    """The graph document of SOURCE and the URL for `stateous.yaml`."""
+def _document(source: str, checksum: str | None = None) -> tuple[Mapping[str, Any], str]:
+    """The graph document of SOURCE (with `checksum`, that version's) and the URL for
+    `stateous.yaml`."""
     if source.startswith(("http://", "https://")):
-        return _fetch(source), source
+        return _fetch(source, checksum), source
+    if checksum is not None:
+        raise InitError(
+            f"--checksum takes a version from a control plane: give its URL as SOURCE "
+            f"instead of {source}"
+        )
     path = Path(source)
     if not path.exists():
         raise InitError(
@@ -92,7 +108,8 @@ def _document(source: str) -> tuple[Mapping[str, Any], str]:
     raise InitError(f"{source} is not a graph file (.json) or a flow.py")
 
 
-def _fetch(source: str) -> Mapping[str, Any]:
+def _fetch(source: str, checksum: str | None = None) -> Mapping[str, Any]:
+    """`GET /workflow` (with `checksum`: `?checksum=`, spec 90 §3) of the control plane."""
     from stateous.supervisor.folder import url_problem
 
     def fail(reason: str) -> InitError:
@@ -101,8 +118,9 @@ def _fetch(source: str) -> Mapping[str, Any]:
     problem = url_problem(source)
     if problem is not None:
         raise fail(problem)
+    params = {} if checksum is None else {"checksum": checksum}
     try:
-        answer = httpx.get(source.rstrip("/") + "/workflow", timeout=30.0)
+        answer = httpx.get(source.rstrip("/") + "/workflow", params=params, timeout=30.0)
     except httpx.HTTPError as exc:
         raise fail(str(exc) or type(exc).__name__) from None
     if answer.status_code != 200:
@@ -110,11 +128,20 @@ def _fetch(source: str) -> Mapping[str, Any]:
             body = answer.json()
         except ValueError:
             body = None
+        if isinstance(body, dict) and body.get("code") == "version_not_found":
+            raise InitError(
+                f"{source} never served the version {checksum}: `stateous versions --url "
+                f"{source}` lists the versions on record"
+            )
         raise fail(_refusal(answer.status_code, body))
     try:
-        return load_graph(answer.text).doc
+        graph = load_graph(answer.text)
     except GraphFileError as exc:
         raise fail(exc.message) from None
+    if checksum is not None and graph.checksum != checksum:
+        # A control plane of before versions ignores `checksum=` and answers its own graph.
+        raise fail(f"it answered the version {graph.checksum}, not {checksum}")
+    return graph.doc
 
 
 def _refusal(status: int, body: object) -> str:

@@ -57,6 +57,7 @@ class Beats:
             "slots": shared.settings.tasks,
             "running": sorted(task for task, grant in shared.grants.items() if not grant.lost),
             "started_at": shared.started_at,
+            "checksum": shared.settings.checksum,  # the version it serves (spec 90 §4)
         }
         if stopping:
             body["stopping"] = True

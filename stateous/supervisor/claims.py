@@ -118,12 +118,16 @@ class ClaimLoop:
         return await shared.persist(partial(shared.remote.call, "POST", "/tasks/claim", body))
 
     def _body(self, request: str) -> dict[str, Any]:
-        """A claim: `max` is the free slots, `wait` the long-poll, unless refused before."""
+        """A claim of the contract's version: `max` is the free slots, `wait` the long-poll,
+        unless refused before."""
         shared = self.shared
         body: dict[str, Any] = {
             "supervisor": shared.settings.name,
             "states": shared.registry.states,
             "request": request,
+            # Only tasks of tokens of the contract's version (spec 90 §4); a control plane of
+            # before versions ignores the field and serves this checksum only (start-up).
+            "checksum": shared.settings.checksum,
         }
         if shared.long_poll:
             body["wait"] = shared.timings.wait

@@ -1,8 +1,10 @@
-"""The supervisor's start-up (spec 40 §4.2 steps 3 to 7): health, checksum, routines."""
+"""The supervisor's start-up (spec 40 §4.2 steps 3 to 7, spec 90 §4): health, the contract's
+version, routines."""
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from stateous.model.errors import StateousError
 from stateous.supervisor.folder import load_routines
@@ -13,6 +15,8 @@ __all__ = ["StartError", "start"]
 
 log = logging.getLogger("stateous.supervisor")
 
+_NO_ROUTE = (404, 405)  # a control plane of before versions (spec 90)
+
 
 class StartError(StateousError):
     """The supervisor does not start; the message is the sentence after `error: `."""
@@ -21,22 +25,18 @@ class StartError(StateousError):
 
 
 async def start(shared: Shared) -> None:
-    """Check health and checksum, import the routines, and log what this supervisor serves."""
-    try:
-        answer = await shared.persist(lambda: shared.remote.call("GET", "/health"))
-    except UnreadableAnswer as exc:
-        answer = Answer(exc.status, None)
+    """Check health and checksum, import the routines, and log what this supervisor serves.
+
+    A contract of the version the control plane serves starts at once; one of another version
+    starts when that version is on record (spec 90 §4), and says so once.
+    """
+    answer = await _get(shared, "/health")
     if answer is None:
         raise StartError(f"{shared.url} did not answer as a Stateous control plane: stopped")
     served = _served_checksum(shared.url, answer)
     settings = shared.settings
-    folder = settings.folder.resolve()
     if served != settings.checksum:
-        raise StartError(
-            f"{folder}/contract.py is for another version of the workflow "
-            f"({settings.checksum}; the control plane serves {served}): "
-            f"run `stateous init supervisor {shared.url} {folder}` again"
-        )
+        log.info("%s", await _older_version(shared, served))
     shared.registry = load_routines(settings.folder)
     log.info(
         "%s serves %s; the control plane is %s",
@@ -44,6 +44,68 @@ async def start(shared: Shared) -> None:
         ", ".join(shared.registry.states),
         shared.url,
     )
+
+
+async def _get(shared: Shared, path: str) -> Answer | None:
+    """`GET path`, until an answer comes (None: a stop began first)."""
+    try:
+        return await shared.persist(lambda: shared.remote.call("GET", path))
+    except UnreadableAnswer as exc:
+        return Answer(exc.status, None)
+
+
+def _other_version(shared: Shared, served: str) -> StartError:
+    """Spec 10 §7's refusal: the contract is of a version the control plane cannot run."""
+    folder = shared.settings.folder.resolve()
+    return StartError(
+        f"{folder}/contract.py is for another version of the workflow "
+        f"({shared.settings.checksum}; the control plane serves {served}): "
+        f"run `stateous init supervisor {shared.url} {folder}` again"
+    )
+
+
+async def _older_version(shared: Shared, served: str) -> str:
+    """The line of a supervisor of an older version on record; StartError for a checksum
+    never served, or a control plane without versions (`404`: one checksum only)."""
+    answer = await _get(shared, "/workflow/versions")
+    if answer is None:
+        raise StartError(f"{shared.url} did not answer as a Stateous control plane: stopped")
+    if answer.status in _NO_ROUTE:
+        raise _other_version(shared, served)
+    rows = _version_rows(shared.url, answer)
+    mine = shared.settings.checksum
+    found = next((row for row in rows if row.get("checksum") == mine), None)
+    if found is None:
+        raise _other_version(shared, served)
+    # `live` is counted once per structure, on its newest checksum: the first row of it.
+    newest = next(row for row in rows if row.get("structure") == found.get("structure"))
+    current = next((row["checksum"] for row in rows if row.get("current") is True), served)
+    return (
+        f"this supervisor serves an older version (sha256:{_short(mine)}…); new tokens start "
+        f"on sha256:{_short(str(current))}…; it runs the {newest.get('live', 0)} live token(s) "
+        "of its version"
+    )
+
+
+def _short(checksum: str) -> str:
+    """A version as people read it (spec 90 §3): the first 8 hex digits of its checksum."""
+    return checksum.removeprefix("sha256:")[:8]
+
+
+def _version_rows(url: str, answer: Answer) -> list[dict[str, Any]]:
+    """The rows of `GET /workflow/versions` (newest first)."""
+    if not answer.ok:
+        detail = f", {answer.code}: {answer.sentence}" if answer.code else ""
+        raise StartError(
+            f"{url} did not answer as a Stateous control plane: it answered {answer.status}{detail}"
+        )
+    body = answer.body
+    if not isinstance(body, list) or not all(isinstance(row, dict) for row in body):
+        raise StartError(
+            f"{url} did not answer as a Stateous control plane: "
+            "its versions are not a list of versions"
+        )
+    return body
 
 
 def _served_checksum(url: str, answer: Answer) -> str:

@@ -106,6 +106,7 @@ async def test_beats_at_start_every_interval_and_at_a_graceful_stop(
         "slots": 3,
         "running": [],
         "started_at": sup.started_at,
+        "checksum": sup.settings.checksum,
     }
     assert bodies[:-1] == [expected] * (len(bodies) - 1)
     assert bodies[-1] == {**expected, "stopping": True}

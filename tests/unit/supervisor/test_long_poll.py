@@ -117,7 +117,7 @@ async def test_a_stop_cuts_a_held_claim_and_runs_what_its_request_id_was_granted
     first, collect = recorder.bodies
     assert first == {
         "supervisor": "box-1", "states": ["draft"], "request": first["request"], "wait": 10.0,
-        "max": 4,
+        "max": 4, "checksum": sup.settings.checksum,
     }  # fmt: skip
     assert collect == {**first, "states": [], "wait": 0}
     assert taken == [GRANT]
