@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -24,7 +25,7 @@ from stateous.cli.where import (
     where_of,
     where_options,
 )
-from stateous.client import Client, ClientError, NotFound
+from stateous.client import Client, ClientError, NotFound, Refused
 from stateous.client.routes import migration
 from stateous.client.url import DEFAULT_URL
 from stateous.model.environment import environment
@@ -472,8 +473,23 @@ def migrate_command(
                 client, "migrate", where, reason, migration=migration(target, states, context)
             )
             return
-        answer = client.migrate(str(token_id), target, states, context, reason=reason)
+        try:
+            answer = client.migrate(str(token_id), target, states, context, reason=reason)
+        except Refused as exc:
+            raise in_map_words(exc) from None
     echo_lines([token_line(answer)])
+
+
+_STATES_PART = re.compile(r"'states': \{'([^']*)': …\}")
+
+
+def in_map_words(refused: Refused) -> Exception:
+    """A migration's refusal naming the flag the user typed (`--map testing=<state>`, not the
+    API's `'states': {'testing': …}`); any other refusal as it is."""
+    if refused.code != "unknown_state":
+        return refused
+    sentence = _STATES_PART.sub(r"--map \1=<state>", str(refused))
+    return StateousError(sentence.replace("'states' maps", "--map maps"), code=refused.code)
 
 
 @token_group.command("why")

@@ -261,11 +261,12 @@ def refused_counts(preview: dict[str, Any]) -> dict[str, int]:
 
 def refused_line(refused: dict[str, int], examples: object) -> str:
     """`refused: 3 unknown_state (FAIL-1, FAIL-2, FAIL-3), 1 invalid_context (ORD-9)`: each code
-    with its count and the first ids the dry run gave (`...` when there are more), or `refused:
-    none`. The job skips these tokens."""
+    with its count and the first ids the dry run gave (`...` when there are more), the most
+    refused first, or `refused: none`. The job skips these tokens."""
     shown = examples if isinstance(examples, dict) else {}
     parts = []
-    for code, count in refused.items():
+    # The most refused first, then by code: the same line for the same refusals, in any order.
+    for code, count in sorted(refused.items(), key=lambda item: (-item[1], item[0])):
         ids = [str(token) for token in shown.get(code, [])]
         more = [] if len(ids) >= count else ["..."]
         named = f" ({', '.join([*ids, *more])})" if ids else ""
