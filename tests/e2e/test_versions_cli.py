@@ -124,8 +124,12 @@ def test_token_show_names_an_older_version(cp: ServeProcess) -> None:
     assert ok("token", "show", "N-1", url=cp.url)[0] == "N-1: coding, active"
 
 
-def test_migrate_one_token_without_and_with_a_map(cp: ServeProcess) -> None:
-    url = cp.url
+def test_migrate_one_token_without_and_with_a_map(tmp_path: Path, db_url: str) -> None:
+    with two_versions(tmp_path, db_url) as served:
+        _migrate_one_token(served.url)
+
+
+def _migrate_one_token(url: str) -> None:
     assert ok("token", "migrate", "T-1", url=url) == ["T-1: coding (visit 2), active"]
     lines = ok("token", "show", "T-1", url=url)
     assert lines[0] == "T-1: coding (visit 2), active"  # on the current version: no note
