@@ -144,7 +144,7 @@ def test_the_filter_parts(http: httpx.Client, clock: FakeClock) -> None:
 
 
 REFUSED = [
-    ({"action": "stop"}, "'action' is one of pause, resume, cancel, fire, retry"),
+    ({"action": "stop"}, "'action' is one of pause, resume, cancel, fire, retry, migrate"),
     ({"action": "fire"}, "'fire' needs the event's name in 'event'"),
     ({"action": "fire", "event": "nope"}, "the workflow 'orders' has no event 'nope'"),
     ({"action": "fire", "event": "__started__"}, "the workflow 'orders' has no event '__started__'"),
@@ -155,7 +155,7 @@ REFUSED = [
     ({"action": "pause", "filter": []}, "'filter' is an object of status, state, prefix, entered_before, ..."),
     ({"action": "pause", "filter": {"colour": "red"}},
      "the filter has no part 'colour'; its parts are status, state, prefix, entered_before, "
-     "entered_after, context, tokens"),
+     "entered_after, context, tokens, structure"),
     ({"action": "pause", "filter": {"state": ["nowhere"]}},
      "the filter's 'state' names 'nowhere', which is not a state of the workflow"),
     ({"action": "pause", "filter": {"state": "draft"}}, "the filter's 'state' is a list of names"),
