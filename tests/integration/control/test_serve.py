@@ -11,7 +11,6 @@ import time
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-
 from typing import Any
 
 import httpx
