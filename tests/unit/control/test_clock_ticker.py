@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import inspect
-
 import asyncio
+import inspect
 import logging
 import time
 from datetime import datetime, timedelta
