@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -101,9 +101,20 @@ def percentile(values: list[float], fraction: float) -> float:
 # ------------------------------------------------------------------------------ the folder
 
 
-def prepare(folder: Path, tasks: int = 16, supervisors: int = 1) -> list[Path]:
-    """Write the `orders` starter, compile it, and `supervisors` supervisor folders."""
+def prepare(
+    folder: Path,
+    tasks: int = 16,
+    supervisors: int = 1,
+    change: Callable[[Path], None] | None = None,
+) -> list[Path]:
+    """Write the `orders` starter, compile it, and `supervisors` supervisor folders.
+
+    `change(folder)`, when given, runs before the supervisor folders are written (so their
+    contracts are of the graph it leaves in `orders/build/orders.json`).
+    """
     run_step(folder, "init", "workflow", "orders")
+    if change is not None:
+        change(folder)
     made = []
     for n in range(supervisors):
         name = f"sup-{n + 1}"
