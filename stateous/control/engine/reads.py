@@ -44,20 +44,23 @@ def history(conn: Connection, token_id: str) -> list[HistoryEntryWire]:
 
 def versions_wire(conn: Connection, current: str) -> list[dict[str, Any]]:
     """`GET /workflow/versions` (spec 90 §3): the versions on record, newest first; `live`
-    counts a structure's active and paused top tokens once, on its newest checksum."""
+    counts a structure's active and paused top tokens once, on the checksum its tokens run on:
+    the current one for the current structure (after a roll-back too), else the newest."""
     live = live_by_structure(conn)
-    counted: set[str] = set()
-    found: list[dict[str, Any]] = []
-    for row in version_rows(conn, graphs=False):
-        first = row.structure not in counted
-        counted.add(row.structure)
-        found.append(
-            {
-                "checksum": row.checksum,
-                "structure": row.structure,
-                "current": row.checksum == current,
-                "first_served_at": iso(row.first_served_at),
-                "live": live.get(row.structure, 0) if first else 0,
-            }
-        )
-    return found
+    rows = version_rows(conn, graphs=False)
+    runs_on: dict[str, str] = {}
+    for row in rows:  # newest first
+        runs_on.setdefault(row.structure, row.checksum)
+    for row in rows:
+        if row.checksum == current:
+            runs_on[row.structure] = current
+    return [
+        {
+            "checksum": row.checksum,
+            "structure": row.structure,
+            "current": row.checksum == current,
+            "first_served_at": iso(row.first_served_at),
+            "live": live.get(row.structure, 0) if runs_on[row.structure] == row.checksum else 0,
+        }
+        for row in rows
+    ]

@@ -145,3 +145,22 @@ def test_the_inbox_offers_the_events_of_the_tokens_own_version(
     assert entries["O-1"]["structure"] == OLD
     assert [e["event"] for e in entries["N-1"]["events"]] == ["submitted", "withdrawn"]
     assert entries["N-1"]["structure"] == NEW
+
+
+def test_a_roll_back_counts_the_live_tokens_on_the_checksum_served_again(db_url: str) -> None:
+    """Two checksums of one structure (only a timeout differs): the live tokens are counted
+    once, on the one their structure runs on: the current one, served again."""
+    tuned = variant(ORDERS)
+    tuned["states"]["review"]["timeout"] = "7h"
+    clock = FakeClock()
+    for doc in (ORDERS, tuned, ORDERS):
+        with running_api(db_url, doc, clock) as api, httpx.Client(base_url=api.url) as http:
+            http.post(
+                "/tokens", json={"token": f"T-{clock.now().second}", "context": {"title": "t"}}
+            )
+            versions = http.get("/workflow/versions").json()
+        clock.advance(1)
+    assert [(v["checksum"], v["current"], v["live"]) for v in versions] == [
+        (checksum(tuned), False, 0),
+        (OLD_SUM, True, 3),
+    ]
