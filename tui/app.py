@@ -25,6 +25,7 @@ from stateous.tui.screens.leases import LeasesScreen
 from stateous.tui.screens.outboxes import OutboxesScreen
 from stateous.tui.screens.token import TokenScreen
 from stateous.tui.screens.tokens import TokensScreen
+from stateous.tui.screens.versions import VersionsScreen
 from stateous.tui.settings import Settings, save_settings
 
 T = TypeVar("T")
@@ -56,6 +57,9 @@ class ConsoleApp(App[None]):
         Binding("o", "show('outboxes')", "Outboxes", tooltip="supervisors and outboxes"),
         Binding("i", "show('inbox')", "Inbox", tooltip="the tokens waiting for a person"),
         Binding("b", "show('bulk')", "Bulk jobs", tooltip="the bulk jobs and their progress"),
+        Binding(
+            "v", "versions", "Versions", tooltip="the workflow's versions and their live tokens"
+        ),
         Binding("question_mark", "help", "Help", key_display="?", tooltip="this help"),
         Binding("q", "quit", "Quit", tooltip="quit"),
     ]
@@ -209,6 +213,11 @@ class ConsoleApp(App[None]):
             cached.retarget(token)
         self.push_screen(cached)
 
+    def action_versions(self) -> None:
+        """Open the versions of the workflow (spec 90 §3) over the current screen."""
+        if not isinstance(self.screen, VersionsScreen):
+            self.push_screen(VersionsScreen())
+
     def action_help(self) -> None:
         """Open the keys of the current screen."""
         if not isinstance(self.screen, HelpScreen):
@@ -230,6 +239,9 @@ class ConsoleApp(App[None]):
         )
         yield SystemCommand(
             "Inbox", "The tokens waiting for a person (i)", lambda: self.action_show("inbox")
+        )
+        yield SystemCommand(
+            "Versions", "The workflow's versions and their live tokens (v)", self.action_versions
         )
         yield SystemCommand("Help", "The keys of this screen (?)", self.action_help)
         commands = getattr(screen, "palette_commands", None)

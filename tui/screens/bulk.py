@@ -121,20 +121,36 @@ class BulkConfirmScreen(ModalScreen[BulkChoice | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = ANSWER_BINDINGS
 
-    def __init__(self, action: str, matched: int, tokens: list[str], selection: str) -> None:
+    def __init__(
+        self,
+        action: str,
+        matched: int,
+        tokens: list[str],
+        selection: str,
+        *,
+        to: str | None = None,
+        refused: str | None = None,
+    ) -> None:
         super().__init__()
         self.action = action
         self.matched = matched
         self.tokens = tokens
         self.selection = selection
+        self.to = to
+        """A migrate's target version, as people read it (8 hex digits)."""
+        self.refused = refused
+        """A migrate's dry run's `refused: …` line (spec 90 §5)."""
 
     def question(self) -> str:
-        """The question, the selection and the first ids."""
+        """The question, the selection, the first ids (and a migrate's refusals)."""
         noun = "token" if self.matched == 1 else "tokens"
         first = ", ".join(self.tokens[:5]) + (" ..." if self.matched > 5 else "")
+        to = f" to {self.to}" if self.to else ""
+        skips = "" if (self.refused or "").endswith(": none") else " (the job skips them)"
+        refused = f"{self.refused}{skips}\n" if self.refused else ""
         return (
-            f"{self.action} {self.matched:,} {noun}?\n"
-            f"every token where {self.selection}\n{first}\n"
+            f"{self.action} {self.matched:,} {noun}{to}?\n"
+            f"every token where {self.selection}\n{first}\n{refused}"
             "One bulk job acts on each, and goes on if the console closes."
         )
 

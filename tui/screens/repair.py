@@ -1,5 +1,6 @@
 """The repair keys (spec 80 §3): `R` retries a failed token after a confirmation, `m` moves a
-token to a state chosen from the list of its workflow's states; each takes an optional reason."""
+token to a state chosen from the list of its workflow's states, `M` migrates it to the current
+version (spec 90 §5, `migrate.py`); each takes an optional reason."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
-from stateous.model.history import display_state, token_line
+from stateous.model.history import display_state
 from stateous.tui.screens.confirm import REASON_ID, ConfirmScreen, reason_field, typed_reason
-from stateous.tui.screens.steering import SteeringScreen
+from stateous.tui.screens.migrate import MigratingScreen
 
 REPAIR_BINDINGS = [
     Binding("R", "retry", "Retry"),
     Binding("m", "move", "Move"),
+    Binding("M", "migrate", "Migrate", tooltip="migrate to the current version (spec 90)"),
 ]
 
 
@@ -84,8 +86,8 @@ class MoveScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class RepairScreen(SteeringScreen):
-    """A steering screen with the repair keys."""
+class RepairScreen(MigratingScreen):
+    """A steering screen with the repair keys (`M` from `MigratingScreen`)."""
 
     def action_retry(self) -> None:
         """Retry the selected token, after a confirmation."""
@@ -136,9 +138,3 @@ class RepairScreen(SteeringScreen):
         )
         answer = await self.console.call(move)
         self._answered(answer, "move")
-
-    def _answered(self, answer: dict[str, Any] | None, title: str) -> None:
-        if answer is not None:
-            self.show_token(answer)
-            self.notify(str(token_line(answer)), title=title)
-        self.refresh_now()

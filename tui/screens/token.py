@@ -290,5 +290,6 @@ class TokenScreen(PollingScreen, RepairScreen):
             SystemCommand("Open the parent token", "(u)", self.action_parent),
             SystemCommand("Retry the failed token", "(R)", self.action_retry),
             SystemCommand("Move the token to a state", "(m)", self.action_move),
+            SystemCommand("Migrate the token to the current version", "(M)", self.action_migrate),
             *steering_commands(self),
         ]

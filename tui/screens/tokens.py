@@ -18,8 +18,16 @@ from stateous.model.history import display_state
 from stateous.tui.format import STATUSES, duration, parse_time, status_text
 from stateous.tui.schema import state_key
 from stateous.tui.screens.bulk import BulkConfirmScreen
+from stateous.tui.screens.migrate import WRAPS, selection_refusals
 from stateous.tui.screens.repair import REPAIR_BINDINGS, RepairScreen
 from stateous.tui.screens.steering import STEERING_BINDINGS, SteeringScreen
+from stateous.tui.versions import (
+    live_versions,
+    short,
+    token_version,
+    version_names,
+    versions_of,
+)
 from stateous.tui.widgets import Banner, StatesPanel, StatusBar
 from stateous.tui.widgets.polling import PollingScreen
 from stateous.tui.widgets.token_list import Cell, TokenList
@@ -40,6 +48,9 @@ COLUMNS = (
     ("in state", "age", 8),
     ("parent", "parent", 12),
 )
+VERSION = ("version", "version", 8)
+"""The version column (spec 90 §5), before the parent, while tokens live on several versions."""
+WITH_VERSION = (*COLUMNS[:-1], VERSION, COLUMNS[-1])
 
 
 def arrange(
@@ -111,6 +122,8 @@ class TokensScreen(PollingScreen, RepairScreen):
         self._keys: list[str] = []
         self._fixed: dict[tuple[object, ...], list[Cell]] = {}
         self._filters_shown = ""
+        self.versions: dict[str, str] | None = None
+        """Each structure's version name while tokens live on several versions, else None."""
         self.loaded = False
         """True once the first listing is on screen (the benchmark waits for it)."""
 
@@ -136,6 +149,13 @@ class TokensScreen(PollingScreen, RepairScreen):
 
     def _stats_changed(self, _value: object = None) -> None:
         self.query_one(StatesPanel).show(self.console.graph, self.console.stats)
+        versions = versions_of(self.console.stats)
+        names = version_names(versions) if live_versions(versions) > 1 else None
+        if names != self.versions:
+            self.versions = names
+            self._fixed.clear()
+            self.query_one("#tokens", TokenList).set_columns(WITH_VERSION if names else COLUMNS)
+            self.render_rows()
 
     # ------------------------------------------------------------------ data
 
@@ -168,13 +188,20 @@ class TokensScreen(PollingScreen, RepairScreen):
     def _row(self, token: dict[str, Any], depth: int) -> list[Cell]:
         """The cells of a token's row; kept while the token is unchanged, the age drawn late."""
         key = (str(token.get("token")), depth, token.get("state"), token.get("status"),
-               token.get("visit"), token.get("parent"), token.get("entered_at"))  # fmt: skip
+               token.get("visit"), token.get("parent"), token.get("entered_at"),
+               token.get("structure"))  # fmt: skip
         row = self._fixed.get(key)
         if row is None:
             fixed = self._fixed_cells(token, depth)
             entered = parse_time(token.get("entered_at"))
-            row = self._fixed[key] = [*fixed[:4], partial(self._age, entered), fixed[4]]
+            version = [] if self.versions is None else [self._version(token, self.versions)]
+            row = self._fixed[key] = [*fixed[:4], partial(self._age, entered), *version, fixed[4]]
         return row
+
+    @staticmethod
+    def _version(token: dict[str, Any], names: dict[str, str]) -> Text:
+        """The 8 hex digits of the version the token runs on (spec 90 §5)."""
+        return Text(token_version(token, names), style="magenta")
 
     def _age(self, entered: datetime | None) -> Text:
         """Time in state, computed when the row is drawn (only rows on screen are)."""
@@ -360,6 +387,52 @@ class TokensScreen(PollingScreen, RepairScreen):
                 severity="warning",
             )
 
+    def action_migrate(self) -> None:
+        """Migrate the token under the cursor, or every selected token, to the current version."""
+        if self.selection is None:
+            super().action_migrate()
+        else:
+            self.bulk_migrate(self.selection)
+
+    @work(exclusive=True, group="steer")
+    async def bulk_migrate(self, selection: dict[str, Any]) -> None:
+        """A dry run's count and refusals, confirm with a reason, start the job (spec 90 §5);
+        a selection refused whole asks nothing, as in the CLI."""
+        target = await self.current_target()
+        if target is None:
+            return
+        to = target[1]
+        selection, where = acting("migrate", selection)
+        plane = self.console.plane
+        preview = await self.console.call(plane.bulk("migrate", selection, dry_run=True, to=to))
+        if preview is None:
+            return
+        matched = int(preview.get("matched") or 0)
+        movable, refused = selection_refusals(preview)
+        if matched == 0 or movable <= 0:
+            nothing = f"no token where {where}" + (f" can migrate: {refused}" if matched else "")
+            self.notify(nothing, severity="warning")
+            return
+        tokens = [str(t) for t in preview.get("tokens") or []]
+        question = BulkConfirmScreen("migrate", matched, tokens, where, to=short(to),
+                                     refused=refused)  # fmt: skip
+        question.add_class(WRAPS)
+        choice = await self.app.push_screen_wait(question)
+        if choice is None:
+            return
+        job = await self.console.call(
+            plane.bulk("migrate", selection, to=to, reason=choice.reason or None)
+        )
+        if job is not None:
+            self.started(job, "migrate")
+
+    def started(self, job: dict[str, Any], action: str) -> None:
+        """Follow a job just started in the status bar; the selection is done."""
+        self.console.follow_job(int(job["job"]))
+        self.notify(f"bulk job {job['job']}: {action} {int(job['matched']):,} tokens", title=action)
+        self.selection = None
+        self._show_filters()
+
     @work(exclusive=True, group="steer")
     async def bulk(self, action: str, selection: dict[str, Any]) -> None:
         """Count by a dry run, confirm with a reason, start the job; the status bar follows it."""
@@ -384,12 +457,8 @@ class TokensScreen(PollingScreen, RepairScreen):
             plane.bulk(action, selection, event=choice.event, payload=choice.payload,
                        reason=choice.reason or None)
         )  # fmt: skip
-        if job is None:
-            return
-        self.console.follow_job(int(job["job"]))
-        self.notify(f"bulk job {job['job']}: {action} {int(job['matched']):,} tokens", title=action)
-        self.selection = None
-        self._show_filters()
+        if job is not None:
+            self.started(job, action)
 
     def palette_commands(self) -> list[Any]:
         """The palette's commands of this screen: filters and steering."""

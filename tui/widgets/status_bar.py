@@ -10,6 +10,7 @@ from textual.widgets import Static
 from stateous.tui.console import Console
 from stateous.tui.format import STATUS_STYLES, STATUSES
 from stateous.tui.jobs import job_status_line
+from stateous.tui.versions import live_versions, versions_of
 from stateous.tui.widgets.states import error_colour, unserved_states
 
 INBOX_LIMIT = 1000
@@ -72,7 +73,8 @@ def render_status(
     job: dict[str, Any] | None = None,
 ) -> Text:
     """The bar's text: `URL  workflow sha256:…  ● connected  ⚠ no supervisor for review`, then
-    `active 3  paused 1 …  inbox 2`."""
+    `active 3  paused 1 …  versions 2  inbox 2` (versions only while more than one has live
+    tokens)."""
     text = Text()
     text.append(url, style="bold")
     if health:
@@ -93,6 +95,11 @@ def render_status(
         for status in STATUSES:
             text.append(f"{status} ", style=STATUS_STYLES.get(status, ""))
             text.append(f"{counts.get(status, 0)}  ", style="bold")
+        # Spec 90 §5: only while tokens live on more than one version.
+        live = live_versions(versions_of(stats))
+        if live > 1:
+            text.append("versions ", style="cyan")
+            text.append(f"{live}  ", style="bold")
     if inbox is not None:
         text.append("\n" if not isinstance(counts, dict) else "")
         text.append("inbox ", style="magenta" if inbox else "dim")

@@ -117,6 +117,16 @@ class TokenList(ScrollView, can_focus=True):
             self.cursor = min(self.cursor, max(0, len(rows) - 1))
         self.refresh()
 
+    def set_columns(self, columns: tuple[tuple[str, str, int], ...]) -> None:
+        """Show these columns instead (the rows set next must have a cell for each)."""
+        if columns == self.base_columns:
+            return
+        self.base_columns = self.columns = columns
+        self._width = sum(width + 1 for _, _, width in columns)
+        self._strips.clear()
+        self._fit()
+        self.refresh()
+
     def move_to(self, key: str) -> None:
         """Put the cursor on the row `key`."""
         if key in self._index:

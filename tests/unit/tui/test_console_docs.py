@@ -21,6 +21,7 @@ from stateous.tui.screens.leases import LeasesScreen
 from stateous.tui.screens.outboxes import OutboxesScreen
 from stateous.tui.screens.token import TokenScreen
 from stateous.tui.screens.tokens import TokensScreen
+from stateous.tui.screens.versions import VersionsScreen
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "console.md"
 SCREENS: list[type[object]] = [
@@ -31,6 +32,7 @@ SCREENS: list[type[object]] = [
     OutboxesScreen,
     InboxScreen,
     BulkScreen,
+    VersionsScreen,
 ]
 
 

@@ -22,6 +22,7 @@ from tests.unit.tui.helpers import settle
         (("o",), "supervisors and outboxes"),
         (("i",), "inbox"),
         (("b",), "bulk jobs"),
+        (("v",), "versions"),
     ],
 )
 async def test_help_lists_every_key_of_the_footer(
@@ -45,7 +46,7 @@ async def test_help_lists_every_key_of_the_footer(
         listed = {row.action for row in help_screen.rows}
         assert footer <= listed
         keys_listed = [row.key for row in help_screen.rows]
-        assert {"i", "b", "ctrl+p", "?", "q", "t", "l", "o"} <= set(keys_listed)
+        assert {"i", "b", "v", "ctrl+p", "?", "q", "t", "l", "o"} <= set(keys_listed)
         assert len(keys_listed) == len(set(keys_listed)), keys_listed
 
 
@@ -65,12 +66,13 @@ async def test_help_lists_the_screen_keys_first_then_the_console(
         ("h", "Children", False),
         ("*", "Select all", False),
     ]
-    assert rows[-8:] == [
+    assert rows[-9:] == [
         ("t", "the tokens screen", True),
         ("l", "the leases screen", True),
         ("o", "supervisors and outboxes", True),
         ("i", "the tokens waiting for a person", True),
         ("b", "the bulk jobs and their progress", True),
+        ("v", "the workflow's versions and their live tokens", True),
         ("?", "this help", True),
         ("q", "quit", True),
         ("ctrl+p", "the command palette: every action by name, and the themes", True),

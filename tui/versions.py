@@ -1,0 +1,104 @@
+"""The versions of the workflow as the console shows them (spec 90 §3, §5): pure text from
+`GET /workflow/versions` (also `/stats`' `versions`) and a bulk `migrate`'s dry run.
+
+The CLI has the same lines (`stateous.cli.version_names`, `stateous.cli.where.refused_line`);
+the console may not import the CLI, so the few lines it needs are here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+PREFIX = "sha256:"
+
+Versions = Sequence[Mapping[str, Any]]
+"""The rows of `GET /workflow/versions`, newest first."""
+
+
+def digits(checksum: object, count: int) -> str:
+    """The first `count` hex digits of a `sha256:…` checksum or structure (`?` if not text)."""
+    return checksum.removeprefix(PREFIX)[:count] if isinstance(checksum, str) else "?"
+
+
+def short(checksum: object) -> str:
+    """A version as people read it: the first 8 hex digits (`99ab12cd`)."""
+    return digits(checksum, 8)
+
+
+def versions_of(stats: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """`/stats`' `versions` (none from a control plane older than spec 90)."""
+    found = (stats or {}).get("versions")
+    return [row for row in found if isinstance(row, Mapping)] if isinstance(found, list) else []
+
+
+def live_versions(versions: Versions) -> int:
+    """How many versions have live tokens."""
+    return sum(1 for row in versions if _live(row) > 0)
+
+
+def version_names(versions: Versions) -> dict[str, str]:
+    """Each structure's name, the 8 hex digits of its newest checksum (the first in the list)."""
+    names: dict[str, str] = {}
+    for row in versions:
+        structure = row.get("structure")
+        if isinstance(structure, str) and structure not in names:
+            names[structure] = short(row.get("checksum"))
+    return names
+
+
+def token_version(token: Mapping[str, Any], names: Mapping[str, str]) -> str:
+    """The version a token runs on: its structure's name, else the structure's 8 hex digits;
+    empty for a token without a structure."""
+    structure = token.get("structure")
+    if not isinstance(structure, str):
+        return ""
+    return names.get(structure) or short(structure)
+
+
+def current_version(versions: Versions) -> Mapping[str, Any] | None:
+    """The version new tokens start on, None when no row says so."""
+    return next((row for row in versions if row.get("current") is True), None)
+
+
+def refused_counts(preview: Mapping[str, Any]) -> dict[str, int]:
+    """A migrate's dry run's refusals by code."""
+    refused = preview.get("refused")
+    return {str(code): int(n) for code, n in refused.items()} if isinstance(refused, dict) else {}
+
+
+def refused_line(refused: Mapping[str, int], examples: object) -> str:
+    """`refused: 3 unknown_state (FAIL-1, FAIL-2, FAIL-3), 1 invalid_context (ORD-9)`, the most
+    refused first (`...` when the dry run named fewer ids than it counted), or `refused: none`;
+    the same line as the CLI's."""
+    shown = examples if isinstance(examples, dict) else {}
+    parts = []
+    for code, count in sorted(refused.items(), key=lambda item: (-item[1], item[0])):
+        ids = [str(token) for token in shown.get(code, [])]
+        more = [] if len(ids) >= count else ["..."]
+        named = f" ({', '.join([*ids, *more])})" if ids else ""
+        parts.append(f"{count:,} {code}{named}")
+    return "refused: " + (", ".join(parts) if parts else "none")
+
+
+HINTS = {
+    "same_version": "it runs on {to} already",
+    "token_not_active": "only an active, paused or failed token migrates",
+    "token_in_parallel": "it is in a parallel state; migrate it after the join",
+    "unknown_state": "version {to} has no state '{state}'; map it with the CLI: "
+    "stateous token migrate {token} --map {state}=<state>",
+    "invalid_context": "its context does not fit version {to}; give the values with the CLI: "
+    "stateous token migrate {token} --context JSON",
+}
+"""Why one token cannot migrate, by the dry run's code, and what to do about it."""
+
+
+def one_refusal(token: Mapping[str, Any], code: str, to: str) -> str:
+    """`unknown_state: version 77ef12ab has no state 'review'; map it with the CLI: …`."""
+    hint = HINTS.get(code, "the control plane refuses it")
+    return f"{code}: " + hint.format(to=to, state=token.get("state"), token=token.get("token"))
+
+
+def _live(row: Mapping[str, Any]) -> int:
+    live = row.get("live")
+    return live if isinstance(live, int) else 0
