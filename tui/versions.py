@@ -1,8 +1,7 @@
 """The versions of the workflow as the console shows them (spec 90 §3, §5): pure text from
 `GET /workflow/versions` (also `/stats`' `versions`) and a bulk `migrate`'s dry run.
 
-The CLI has the same lines (`stateous.cli.version_names`, `stateous.cli.where.refused_line`);
-the console may not import the CLI, so the few lines it needs are here.
+The names and the refusals line are the CLI's too (`stateous.model.versions`).
 """
 
 from __future__ import annotations
@@ -10,20 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-PREFIX = "sha256:"
+from stateous.model.versions import short
 
 Versions = Sequence[Mapping[str, Any]]
 """The rows of `GET /workflow/versions`, newest first."""
-
-
-def digits(checksum: object, count: int) -> str:
-    """The first `count` hex digits of a `sha256:…` checksum or structure (`?` if not text)."""
-    return checksum.removeprefix(PREFIX)[:count] if isinstance(checksum, str) else "?"
-
-
-def short(checksum: object) -> str:
-    """A version as people read it: the first 8 hex digits (`99ab12cd`)."""
-    return digits(checksum, 8)
 
 
 def versions_of(stats: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
@@ -59,26 +48,6 @@ def token_version(token: Mapping[str, Any], names: Mapping[str, str]) -> str:
 def current_version(versions: Versions) -> Mapping[str, Any] | None:
     """The version new tokens start on, None when no row says so."""
     return next((row for row in versions if row.get("current") is True), None)
-
-
-def refused_counts(preview: Mapping[str, Any]) -> dict[str, int]:
-    """A migrate's dry run's refusals by code."""
-    refused = preview.get("refused")
-    return {str(code): int(n) for code, n in refused.items()} if isinstance(refused, dict) else {}
-
-
-def refused_line(refused: Mapping[str, int], examples: object) -> str:
-    """`refused: 3 unknown_state (FAIL-1, FAIL-2, FAIL-3), 1 invalid_context (ORD-9)`, the most
-    refused first (`...` when the dry run named fewer ids than it counted), or `refused: none`;
-    the same line as the CLI's."""
-    shown = examples if isinstance(examples, dict) else {}
-    parts = []
-    for code, count in sorted(refused.items(), key=lambda item: (-item[1], item[0])):
-        ids = [str(token) for token in shown.get(code, [])]
-        more = [] if len(ids) >= count else ["..."]
-        named = f" ({', '.join([*ids, *more])})" if ids else ""
-        parts.append(f"{count:,} {code}{named}")
-    return "refused: " + (", ".join(parts) if parts else "none")
 
 
 HINTS = {

@@ -9,8 +9,8 @@ from typing import Any
 from stateous.client import Client
 from stateous.client.wire import wrong_shape
 from stateous.model.errors import StateousError
+from stateous.model.versions import PREFIX, digits, short
 
-PREFIX = "sha256:"
 FIELDS = ("checksum", "structure", "current", "first_served_at", "live")
 """The fields of each row of `GET /workflow/versions`."""
 
@@ -19,16 +19,6 @@ class VersionError(StateousError):
     """A `--to` that names no version on record, or more than one."""
 
     code = "version_not_found"
-
-
-def digits(checksum: object, count: int) -> str:
-    """The first `count` hex digits of a `sha256:…` checksum or structure (`?` if not text)."""
-    return checksum.removeprefix(PREFIX)[:count] if isinstance(checksum, str) else "?"
-
-
-def short(checksum: object) -> str:
-    """A version as people read it (spec 90 §3): the first 8 hex digits (`99ab12cd`)."""
-    return digits(checksum, 8)
 
 
 def version_rows(client: Client) -> list[dict[str, Any]]:

@@ -9,8 +9,9 @@ import click
 
 from stateous.cli.listing import aligned
 from stateous.cli.token import control_plane, url_option
-from stateous.cli.version_names import digits, version_rows
+from stateous.cli.version_names import version_rows
 from stateous.model.history import local_datetime
+from stateous.model.versions import digits
 
 COLUMNS = ("checksum", "structure", "current", "first served", "live tokens")
 

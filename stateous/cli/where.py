@@ -19,6 +19,7 @@ from stateous.model.bulk_statuses import acting_filter, default_text
 from stateous.model.environment import environment
 from stateous.model.errors import StateousError
 from stateous.model.history import by_suffix, local_datetime
+from stateous.model.versions import refused_counts, refused_line
 
 SHOWN = 10  # ids printed before a confirmation
 POLL = 0.3  # seconds between two looks at a running job
@@ -251,27 +252,6 @@ def run_where(
         click.echo(f"\nthe job goes on; see it with: stateous bulk show {job_id}")
         return
     click.echo(summary_line(final))
-
-
-def refused_counts(preview: dict[str, Any]) -> dict[str, int]:
-    """A dry run's refusals by code (spec 90 §5: a bulk `migrate`'s), none for other actions."""
-    refused = preview.get("refused")
-    return {str(code): int(n) for code, n in refused.items()} if isinstance(refused, dict) else {}
-
-
-def refused_line(refused: dict[str, int], examples: object) -> str:
-    """`refused: 3 unknown_state (FAIL-1, FAIL-2, FAIL-3), 1 invalid_context (ORD-9)`: each code
-    with its count and the first ids the dry run gave (`...` when there are more), the most
-    refused first, or `refused: none`. The job skips these tokens."""
-    shown = examples if isinstance(examples, dict) else {}
-    parts = []
-    # The most refused first, then by code: the same line for the same refusals, in any order.
-    for code, count in sorted(refused.items(), key=lambda item: (-item[1], item[0])):
-        ids = [str(token) for token in shown.get(code, [])]
-        more = [] if len(ids) >= count else ["..."]
-        named = f" ({', '.join([*ids, *more])})" if ids else ""
-        parts.append(f"{count:,} {code}{named}")
-    return "refused: " + (", ".join(parts) if parts else "none")
 
 
 def _confirmed(action: str, matched: int) -> bool:

@@ -19,21 +19,16 @@ from stateous.control.store.versions import live_by_structure, record_version, v
 from stateous.model.canonical import canonical_json
 from stateous.model.errors import StateousError
 from stateous.model.graph import Graph
+from stateous.model.versions import short
 
 __all__ = [
     "follow_current",
     "load_versions",
     "older_versions_line",
     "record_served",
-    "short",
 ]
 
 log = logging.getLogger("stateous.control")
-
-
-def short(checksum: str) -> str:
-    """A version as people read it: its first 8 hex digits (`99ab12cd`)."""
-    return checksum.removeprefix("sha256:")[:8]
 
 
 def record_served(conn: Connection, graph: Graph, now: datetime) -> None:

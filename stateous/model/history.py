@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
+from stateous.model.versions import short
+
 Segment = tuple[str, str]
 """A piece of a line: its text and a Rich style definition (`""` means plain)."""
 
@@ -296,7 +298,7 @@ def _migrated(data: Mapping[str, Any]) -> str:
     """`migrated to sha256:77ef12ab… (review → checking)` (spec 90 §5): the target version as
     people read it (8 hex digits), the state before and the state after."""
     to = data.get("to")
-    version = f"sha256:{to.removeprefix('sha256:')[:8]}…" if isinstance(to, str) else "?"
+    version = f"sha256:{short(to)}…" if isinstance(to, str) else "?"
     states = f"{display_state(data.get('state'))} → {display_state(data.get('into'))}"
     return f"migrated to {version} ({states})"
 

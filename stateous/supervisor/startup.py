@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 from stateous.model.errors import StateousError
+from stateous.model.versions import short
 from stateous.supervisor.folder import load_routines
 from stateous.supervisor.remote import Answer, UnreadableAnswer
 from stateous.supervisor.shared import Shared
@@ -81,15 +82,10 @@ async def _older_version(shared: Shared, served: str) -> str:
     newest = next(row for row in rows if row.get("structure") == found.get("structure"))
     current = next((row["checksum"] for row in rows if row.get("current") is True), served)
     return (
-        f"this supervisor serves an older version (sha256:{_short(mine)}…); new tokens start "
-        f"on sha256:{_short(str(current))}…; it runs the {newest.get('live', 0)} live token(s) "
+        f"this supervisor serves an older version (sha256:{short(mine)}…); new tokens start "
+        f"on sha256:{short(str(current))}…; it runs the {newest.get('live', 0)} live token(s) "
         "of its version"
     )
-
-
-def _short(checksum: str) -> str:
-    """A version as people read it (spec 90 §3): the first 8 hex digits of its checksum."""
-    return checksum.removeprefix("sha256:")[:8]
 
 
 def _version_rows(url: str, answer: Answer) -> list[dict[str, Any]]:

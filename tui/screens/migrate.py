@@ -16,14 +16,12 @@ from typing import Any
 from textual import work
 
 from stateous.model.history import display_state, token_line
+from stateous.model.versions import refused_counts, refused_line, short
 from stateous.tui.screens.confirm import ConfirmScreen
 from stateous.tui.screens.steering import SteeringScreen
 from stateous.tui.versions import (
     current_version,
     one_refusal,
-    refused_counts,
-    refused_line,
-    short,
     token_version,
     version_names,
 )

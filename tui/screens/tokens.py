@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from stateous.model.bulk_statuses import acting_filter, why_text
 from stateous.model.history import display_state
+from stateous.model.versions import short
 from stateous.tui.format import STATUSES, duration, parse_time, status_text
 from stateous.tui.schema import state_key
 from stateous.tui.screens.bulk import BulkConfirmScreen
@@ -23,7 +24,6 @@ from stateous.tui.screens.repair import REPAIR_BINDINGS, RepairScreen
 from stateous.tui.screens.steering import STEERING_BINDINGS, SteeringScreen
 from stateous.tui.versions import (
     live_versions,
-    short,
     token_version,
     version_names,
     versions_of,

@@ -11,8 +11,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Static
 
+from stateous.model.versions import digits, short
 from stateous.tui.format import local_time
-from stateous.tui.versions import digits, live_versions, short
+from stateous.tui.versions import live_versions
 from stateous.tui.widgets import Banner, StatusBar
 from stateous.tui.widgets.polling import PollingScreen
 from stateous.tui.widgets.tables import add_columns, fill

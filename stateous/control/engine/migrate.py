@@ -33,6 +33,7 @@ from stateous.control.store.records import TokenRecord
 from stateous.control.store.tokens import get_token
 from stateous.model.graph import END, START, Graph
 from stateous.model.validation import validator_for
+from stateous.model.versions import short
 
 MIGRATABLE = ("active", "paused", "failed")
 # A parallel state is refused before anything is left, so no child is ever cancelled by this;
@@ -168,7 +169,7 @@ def _into(token: TokenRecord, states: dict[str, str], source: Graph, target: Gra
             raise invalid(
                 "unknown_state",
                 f"'states' maps {name!r}, which is not a state of {source.workflow!r} on "
-                f"sha256:{_short(source.checksum)}… (the token's version)",
+                f"sha256:{short(source.checksum)}… (the token's version)",
             )
     into = states.get(token.state, token.state)
     if into in _RESERVED or into not in target.main.states:
@@ -177,7 +178,7 @@ def _into(token: TokenRecord, states: dict[str, str], source: Graph, target: Gra
         raise invalid(
             "unknown_state",
             f"token {token.token!r} would be in {shown!r}, which is not a state of "
-            f"{target.workflow!r} on sha256:{_short(target.checksum)}…{hint}",
+            f"{target.workflow!r} on sha256:{short(target.checksum)}…{hint}",
         )
     return into
 
@@ -197,7 +198,7 @@ def _context(token: TokenRecord, writes: dict[str, Any], target: Graph) -> dict[
         raise invalid(
             "invalid_context",
             f"the context of token {token.token!r} does not fit the context model of "
-            f"sha256:{_short(target.checksum)}…: {first}",
+            f"sha256:{short(target.checksum)}…: {first}",
         )
     return merged
 
@@ -224,8 +225,3 @@ def _apply(tx: Tx, plan: Plan, by: Mapping[str, Any] | None, key: str | None) ->
     entered = enter(tx, target.main, moved, plan.into)
     if token.status == "paused":
         pause_family(tx, entered)
-
-
-def _short(checksum: str) -> str:
-    """A version as people read it: its first 8 hex digits."""
-    return checksum.removeprefix("sha256:")[:8]

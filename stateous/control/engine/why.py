@@ -28,6 +28,7 @@ from stateous.control.store.records import TaskRecord, TokenRecord
 from stateous.control.store.tasks import open_tasks, queued_ahead
 from stateous.control.store.tokens import get_token
 from stateous.model.graph import StateSpec
+from stateous.model.versions import short
 from stateous.model.wire import OWN_EVENTS
 
 Finding = dict[str, Any]
@@ -68,12 +69,6 @@ def seen_supervisors(conn: Connection, now: datetime, versions: Versions) -> See
         {s.supervisor: frozenset(s.states) for s in found},
         {s.supervisor: _structure_of(s.checksum, versions) for s in found},
     )
-
-
-def _short(checksum: str) -> str:
-    # As `stateous.control.served.short` shows a version (spec 90 §3: 8 hex digits); served
-    # imports the engine, so the engine cannot import it back.
-    return checksum.removeprefix("sha256:")[:8]
 
 
 def _structure_of(checksum: str | None, versions: Versions) -> str | None:
@@ -179,7 +174,7 @@ def _queued(tx: Tx, token: TokenRecord, task: TaskRecord, name: str) -> Iterator
     if seen_supervisors(tx.conn, tx.now, versions).serves(name, structure):
         yield _queued_behind(task, name, ahead)
         return
-    version = _short(versions.of(structure).checksum)
+    version = short(versions.of(structure).checksum)
     yield _finding(
         "no_supervisor",
         f"task {task.id} is queued for {name!r}, and no live supervisor of version {version} "

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from stateous.cli.version_names import digits, short, version_note
+from stateous.cli.version_names import version_note
 from stateous.cli.versions import table_row
-from stateous.cli.where import refused_line
+from stateous.model.versions import digits, refused_line, short
 
 NEW = {"checksum": "sha256:77ef12ab" + "0" * 56, "structure": "sha256:5a0c" + "1" * 60}
 TUNED = {"checksum": "sha256:88aa00bb" + "0" * 56, "structure": "sha256:c4e2" + "2" * 60}

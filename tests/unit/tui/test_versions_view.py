@@ -7,13 +7,13 @@ from collections.abc import Callable
 
 from textual.widgets import DataTable
 
+from stateous.model.versions import refused_line
 from stateous.tui.app import ConsoleApp
 from stateous.tui.screens.migrate import selection_refusals
 from stateous.tui.screens.versions import VersionsScreen
 from stateous.tui.versions import (
     live_versions,
     one_refusal,
-    refused_line,
     token_version,
     version_names,
 )

@@ -1,0 +1,41 @@
+"""Versions as people read them (spec 90 §3, §5): a checksum's first hex digits, and a
+migration dry run's refusals as one line. The CLI, the console, the control plane's sentences
+and the supervisor's log line all name versions this way."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+PREFIX = "sha256:"
+
+
+def digits(checksum: object, count: int) -> str:
+    """The first `count` hex digits of a `sha256:…` checksum or structure (`?` if not text)."""
+    return checksum.removeprefix(PREFIX)[:count] if isinstance(checksum, str) else "?"
+
+
+def short(checksum: object) -> str:
+    """A version as people read it: the first 8 hex digits (`99ab12cd`)."""
+    return digits(checksum, 8)
+
+
+def refused_counts(preview: Mapping[str, Any]) -> dict[str, int]:
+    """A dry run's refusals by code (a bulk `migrate`'s; none for other actions)."""
+    refused = preview.get("refused")
+    return {str(code): int(n) for code, n in refused.items()} if isinstance(refused, dict) else {}
+
+
+def refused_line(refused: Mapping[str, int], examples: object) -> str:
+    """`refused: 3 unknown_state (FAIL-1, FAIL-2, FAIL-3), 1 invalid_context (ORD-9)`: each code
+    with its count and the first ids the dry run gave (`...` when there are more), the most
+    refused first, or `refused: none`. The job skips these tokens."""
+    shown = examples if isinstance(examples, dict) else {}
+    parts = []
+    # The most refused first, then by code: the same line for the same refusals, in any order.
+    for code, count in sorted(refused.items(), key=lambda item: (-item[1], item[0])):
+        ids = [str(token) for token in shown.get(code, [])]
+        more = [] if len(ids) >= count else ["..."]
+        named = f" ({', '.join([*ids, *more])})" if ids else ""
+        parts.append(f"{count:,} {code}{named}")
+    return "refused: " + (", ".join(parts) if parts else "none")
