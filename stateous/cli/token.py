@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from stateous.cli.listing import DEFAULT, cut_line, limit_option, more_than
+from stateous.cli.listing import DEFAULT, MOST, cut_line, limit_option, more_than
 from stateous.cli.params import StatePair, VersionRef
 from stateous.cli.version_names import resolve, version_note, version_rows
 from stateous.cli.where import (
@@ -27,6 +27,7 @@ from stateous.cli.where import (
 )
 from stateous.client import Client, ClientError, NotFound, Refused
 from stateous.client.routes import migration
+from stateous.client.search import SearchError, search_context, search_pair
 from stateous.client.url import DEFAULT_URL
 from stateous.model.environment import environment
 from stateous.model.errors import StateousError
@@ -39,6 +40,7 @@ from stateous.model.history import (
     show_lines,
     token_line,
 )
+from stateous.model.wire import TOKEN_STATUSES
 
 JSON_EXAMPLE = """'{"repo": "acme/api"}'"""
 
@@ -329,6 +331,74 @@ def _show_graph(client: Client) -> None:
     mermaid = importlib.import_module("stateous.model.mermaid").mermaid
     text = str(mermaid(client.workflow()))
     click.echo(text if text.endswith("\n") else text + "\n", nl=False)
+
+
+# ---------------------------------------------------------------- find (spec 95 §1)
+
+
+class SearchPair(click.ParamType[tuple[str, Any]]):
+    """`KEY=VALUE` of `token find`: VALUE is JSON when it reads as JSON, else text."""
+
+    name = "KEY=VALUE"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, Any]:
+        """(key, value), or click's usage error (exit 2)."""
+        try:
+            return search_pair(str(value))
+        except SearchError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+@token_group.command("find")
+@click.argument("pairs", metavar="KEY=VALUE...", nargs=-1, required=True, type=SearchPair())
+@click.option(
+    "--status",
+    "status",
+    metavar="S",
+    type=click.Choice(TOKEN_STATUSES),
+    default=None,
+    help="Only tokens of this status: " + ", ".join(TOKEN_STATUSES) + ".",
+)
+@limit_option("tokens")
+@url_option
+def find_command(
+    pairs: tuple[tuple[str, Any], ...], status: str | None, limit: int | None, url: str | None
+) -> None:
+    """Find tokens by their context: every KEY=VALUE must hold.
+
+    VALUE is JSON when it reads as JSON (4711, true, "acme"), else text: customer=acme is the
+    text "acme", order_id=4711 the number. Only the keys the workflow searches by (flow.search)
+    can be used. The tokens are listed as `token show` lists them, the most recently moved first.
+    """
+    try:
+        context = search_context(pairs)
+    except SearchError as exc:
+        raise usage_error(str(exc)) from None
+    with control_plane(url) as client:
+        found = _objects(client.tokens(status=status, limit=limit, context=context), client.url)
+        shown = limit or DEFAULT
+        more, at_least = _more_found(client, status, context, len(found), shown)
+    cut = [Line(((cut_line(more, shown, at_least=at_least), STYLE_QUIET),))] if more else []
+    echo_lines([*listing_lines(found), *cut])
+
+
+def _more_found(
+    client: Client, status: str | None, context: dict[str, Any], page: int, shown: int
+) -> tuple[int, bool]:
+    """How many tokens beyond the `shown` (0: none), and whether that is only the least there is.
+
+    A search tells no total: a cut page's tokens are counted by finding as many as one listing
+    gives."""
+    listed: list[int] = []
+
+    def count() -> int:
+        listed.append(len(client.tokens(status=status, limit=MOST, context=context)))
+        return listed[0]
+
+    more = more_than(page, shown, count)
+    return more, bool(listed) and listed[0] >= MOST
 
 
 def _steer(action: str, summary: str) -> click.Command:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -90,10 +90,15 @@ class AsyncClient(BaseClient):
         return await self._object(routes.get(token))
 
     async def tokens(
-        self, *, status: str | None = None, parent: str | None = None, limit: int | None = None
+        self,
+        *,
+        status: str | None = None,
+        parent: str | None = None,
+        limit: int | None = None,
+        context: Mapping[str, Any] | None = None,
     ) -> list[Any]:
         """As `Client.tokens`."""
-        return await self._list(routes.tokens(status, parent, limit))
+        return await self._list(routes.tokens(status, parent, limit, context))
 
     async def history(self, token: str) -> list[Any]:
         """As `Client.history`."""

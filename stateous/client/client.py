@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -96,10 +96,19 @@ class Client(BaseClient):
         return self._object(routes.get(token))
 
     def tokens(
-        self, *, status: str | None = None, parent: str | None = None, limit: int | None = None
+        self,
+        *,
+        status: str | None = None,
+        parent: str | None = None,
+        limit: int | None = None,
+        context: Mapping[str, Any] | None = None,
     ) -> list[Any]:
-        """Tokens, most recently moved first; `limit` 1–1000, the server's default 100."""
-        return self._list(routes.tokens(status, parent, limit))
+        """Tokens, most recently moved first; `limit` 1–1000, the server's default 100.
+
+        `context` finds tokens by their searchable context keys (spec 95 §1): every key must hold
+        (`{"customer": "acme", "order_id": 4711}`). A key the workflow does not search by is
+        `Refused` with code `invalid_argument`; a key still being filled, `search_not_ready`."""
+        return self._list(routes.tokens(status, parent, limit, context))
 
     def history(self, token: str) -> list[Any]:
         """The token's ledger in `seq` order, each entry `{seq, at, kind, data}`."""

@@ -5,8 +5,10 @@ A change's `by` (spec 80 §1) is added by the client, which knows who acts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from stateous.client.search import context_params
 from stateous.client.wire import Request, header_value, query, segment
 
 
@@ -25,8 +27,15 @@ def get(token: str) -> Request:
     return Request("GET", _token(token))
 
 
-def tokens(status: str | None, parent: str | None, limit: int | None) -> Request:
-    return Request("GET", "/tokens", params=query(status=status, parent=parent, limit=limit))
+def tokens(
+    status: str | None,
+    parent: str | None,
+    limit: int | None,
+    context: Mapping[str, Any] | None = None,
+) -> Request:
+    """`GET /tokens`; each key of `context` as `context.KEY=JSON` (spec 95 §1)."""
+    params = query(status=status, parent=parent, limit=limit) | context_params(context)
+    return Request("GET", "/tokens", params=params)
 
 
 def history(token: str, after: int | None = None) -> Request:
