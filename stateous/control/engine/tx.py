@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from stateous.control.clock import Clock
+from stateous.control.engine.search import searching, write_keys
 from stateous.control.engine.versions import Versions
 from stateous.control.store import audit, ledger, memory, tasks, tokens
 from stateous.control.store.dialect import Dialect, dialect_of
@@ -80,6 +81,10 @@ class Tx:
     #: Ended tokens whose memory rows are to be deleted (Postgres only).
     _forget: set[str] = field(default_factory=set)
     new_tokens: set[str] = field(default_factory=set)
+    #: Search keys (spec 95 §1): new top tokens' contexts, and tokens whose context or
+    #: structure changed, whose rows `flush` writes; both stay empty without search keys.
+    _started: dict[str, Any] = field(default_factory=dict)
+    _rekey: set[str] = field(default_factory=set)
     #: An operator's act (spec 80 §1): the next row of token `act[0]` whose kind is in `act[1]`
     #: gets `by` (`act[2]`) as the last key of its data.
     act: tuple[str, frozenset[str], dict[str, Any]] | None = None
@@ -116,6 +121,8 @@ class Tx:
             seq = 0 if token in self.new_tokens else ledger.last_seq(self.raw, token)
         seq += 1
         self._seq[token] = seq
+        if kind == "started" and "parent" not in data and searching(self.config.versions):
+            self._started[token] = data["context"]
         if self.act is not None and self.act[0] == token and kind in self.act[1]:
             data, self.act = {**data, "by": self.act[2]}, None
         self._rows.append(
@@ -129,6 +136,8 @@ class Tx:
     def update_token(self, token: str, **values: Any) -> None:
         """Change columns of a token's row: buffered, a later value of a column wins."""
         self._changes.setdefault(token, {}).update(values)
+        if ("context" in values or "structure" in values) and searching(self.config.versions):
+            self._rekey.add(token)
 
     def delete_all_memory(self, token: str) -> None:
         """Delete every memory row of a token (it ended). Where writes are fused (Postgres),
@@ -145,6 +154,10 @@ class Tx:
         rows, self._rows = self._rows, []
         self._write_changes(rows)
         audit.insert_acts(self.raw, rows)  # the audit index, in the same transaction
+        if self._started or self._rekey:
+            started, self._started = self._started, {}
+            rekey, self._rekey = self._rekey, set()
+            write_keys(self.raw, self.config.versions, started, rekey)
 
     def _write_changes(self, rows: Sequence[dict[str, Any]]) -> None:
         changes, self._changes = self._changes, {}

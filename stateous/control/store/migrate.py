@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "stateous_version"
-HEAD = "0011"
+HEAD = "0012"
 
 # The tables of spec 80 §1-2 (audit, bulk jobs), made by 0006.
 BY_0006 = frozenset({"audit", "bulk_jobs", "bulk_matches"})
@@ -29,6 +29,8 @@ BY_0006 = frozenset({"audit", "bulk_jobs", "bulk_matches"})
 BY_0007 = frozenset({"control_planes"})
 # The table of spec 90 §1 (the versions served), made by 0011.
 BY_0011 = frozenset({"workflow_versions"})
+# The tables of spec 95 §1 (search keys), made by 0012.
+BY_0012 = frozenset({"search_keys", "token_keys"})
 
 # The tables each revision has, to find a missing or a foreign table; its keys are every
 # revision of the scripts (tests/unit/control/test_migrations.py checks that against Alembic).
@@ -36,14 +38,15 @@ TABLES_AT: dict[str, frozenset[str]] = {
     "0001": frozenset({"control_plane", "ledger", "memory", "tasks", "timers", "tokens"}),
     "0002": frozenset({"claims", "control_plane", "ledger", "memory", "tasks", "timers", "tokens"}),
     "0003": frozenset({"claims", "control_plane", "ledger", "memory", "tasks", "timers", "tokens"}),
-    "0004": frozenset(set(TABLE_NAMES) - BY_0011 - BY_0007 - BY_0006 - {"claim_grants"}),
-    "0005": frozenset(set(TABLE_NAMES) - BY_0011 - BY_0007 - BY_0006),
-    "0006": frozenset(set(TABLE_NAMES) - BY_0011 - BY_0007),
-    "0007": frozenset(set(TABLE_NAMES) - BY_0011),
-    "0008": frozenset(set(TABLE_NAMES) - BY_0011),
-    "0009": frozenset(set(TABLE_NAMES) - BY_0011),
-    "0010": frozenset(set(TABLE_NAMES) - BY_0011),
-    "0011": frozenset(TABLE_NAMES),
+    "0004": frozenset(set(TABLE_NAMES) - BY_0012 - BY_0011 - BY_0007 - BY_0006 - {"claim_grants"}),
+    "0005": frozenset(set(TABLE_NAMES) - BY_0012 - BY_0011 - BY_0007 - BY_0006),
+    "0006": frozenset(set(TABLE_NAMES) - BY_0012 - BY_0011 - BY_0007),
+    "0007": frozenset(set(TABLE_NAMES) - BY_0012 - BY_0011),
+    "0008": frozenset(set(TABLE_NAMES) - BY_0012 - BY_0011),
+    "0009": frozenset(set(TABLE_NAMES) - BY_0012 - BY_0011),
+    "0010": frozenset(set(TABLE_NAMES) - BY_0012 - BY_0011),
+    "0011": frozenset(set(TABLE_NAMES) - BY_0012),
+    "0012": frozenset(TABLE_NAMES),
 }
 
 

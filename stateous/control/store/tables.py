@@ -304,6 +304,27 @@ control_planes = Table(
 )
 Index("control_planes_seen", control_planes.c.seen_at)
 
+# Spec 95 §1: the searchable context keys of top tokens, the JSON text of each value, written
+# in the transaction of every context change, so `GET /tokens?context.KEY=` joins them.
+token_keys = Table(
+    "token_keys",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", String(256), primary_key=True),
+    Column("token", String(128), primary_key=True),
+)
+Index("token_keys_token", token_keys.c.token)
+
+# Which search keys are filled for the tokens of a structure (beyond spec 95's columns): a key
+# without its row is being backfilled (`409 search_not_ready`) and the bulk filter scans.
+search_keys = Table(
+    "search_keys",
+    metadata,
+    Column("structure", String(80), primary_key=True),
+    Column("key", String(64), primary_key=True),
+    Column("filled_at", DateTime(), nullable=False),
+)
+
 #: Every table name Stateous uses, for the start-up checks of spec 20 §3.4.
 TABLE_NAMES: tuple[str, ...] = (
     "audit",
@@ -315,9 +336,11 @@ TABLE_NAMES: tuple[str, ...] = (
     "control_planes",
     "ledger",
     "memory",
+    "search_keys",
     "supervisors",
     "tasks",
     "timers",
+    "token_keys",
     "tokens",
     "workflow_versions",
 )
