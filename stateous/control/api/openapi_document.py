@@ -434,6 +434,36 @@ class Act(_Open):
     bulk: int | None
 
 
+class ExportEntry(_Open):
+    """One exported token (spec 95 §2): the token, its history, its children's entries."""
+
+    token: Token
+    history: list[HistoryEntry]
+    children: list[dict[str, Any]] = Field(description="Entries of this same shape, by id")
+
+
+class ExportPage(_Open):
+    """`GET /export`: ended top tokens in id order; `next` is the `after` of the next page."""
+
+    tokens: list[ExportEntry]
+    next: str | None
+
+
+class PruneBody(BaseModel):
+    """`POST /prune` (spec 95 §2)."""
+
+    tokens: list[str] = Field(description="1 to 1000 token ids")
+    ended_before: str = Field(description="ISO 8601: prune only tokens that ended before it")
+    by: By | None = None
+
+
+class Pruned(_Open):
+    """What `POST /prune` did: the tokens pruned, the others by code."""
+
+    pruned: int
+    skipped: dict[str, int]
+
+
 class Finding(_Open):
     """One reason a token is not moving (spec 80 §4)."""
 
@@ -459,6 +489,7 @@ _MODELS: list[type[BaseModel]] = [
     BeatBody, Supervisor, InboxEntry, ControlPlane,
     By, RetryBody, MoveBody, MigrateBody, Finding, Why,
     SteerBody, BulkFilter, BulkBody, BulkPreview, BulkStarted, BulkJob, Act, Version,
+    ExportEntry, ExportPage, PruneBody, Pruned,
 ]  # fmt: skip
 
 #: (method, path) -> (request body model or None, {status: answer}); an answer is a model, a
@@ -502,6 +533,8 @@ ROUTES: dict[tuple[str, str], tuple[type[BaseModel] | None, dict[int, Answer]]] 
     ("get", "/bulk"): (None, {200: [BulkJob]}),
     ("get", "/bulk/{job}"): (None, {200: BulkJob}),
     ("post", "/bulk/{job}/stop"): (None, {200: BulkJob}),
+    ("get", "/export"): (None, {200: ExportPage}),
+    ("post", "/prune"): (PruneBody, {200: Pruned}),
 }
 
 #: The refusal statuses of spec 20 §1.7 (and 401 of spec 70 §5), each with the envelope.
@@ -531,6 +564,8 @@ QUERIES: dict[str, list[tuple[str, str]]] = {
     "/audit": [("actor", "An actor"), ("token", "A token id"),
                ("since", "ISO 8601: acts at or after it"), ("limit", "1 to 1000, default 100")],
     "/bulk": [("status", "running, finished or stopped"), ("limit", "1 to 1000, default 100")],
+    "/export": [("ended_before", "ISO 8601, required: tokens that ended before it"),
+                ("after", "A token id: the tokens after it"), ("limit", "1 to 1000, default 100")],
 }  # fmt: skip
 
 

@@ -1,0 +1,196 @@
+"""Retention (spec 95 §2): the export of ended top tokens, their prune, and their import.
+
+An export entry is `{"token": <the token object>, "history": [<ledger entries>], "children":
+[<entries>]}`, the same shapes `GET /tokens/{id}` and `GET /tokens/{id}/history` answer, so an
+imported token reads back byte for byte as it was exported.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection
+
+from stateous.control.engine.views import history_entry, token_wire
+from stateous.control.store import retention as store
+from stateous.control.store.dialect import dialect_of
+from stateous.control.store.ledger import ledger_of
+from stateous.control.store.locks import lock_family
+from stateous.control.store.records import TokenRecord
+from stateous.control.store.tokens import children_of, get_token
+
+log = logging.getLogger("stateous.retention")
+
+#: The most tokens of one export page or one prune.
+MOST = 1000
+DEFAULT_LIMIT = 100
+
+
+def entry_of(conn: Connection, token: TokenRecord) -> dict[str, Any]:
+    """A token's export entry: the token, its history, its children's entries by id."""
+    return {
+        "token": token_wire(token),
+        "history": [history_entry(row) for row in ledger_of(conn, token.token)],
+        "children": [entry_of(conn, child) for child in children_of(conn, token.token)],
+    }
+
+
+def export_page(
+    conn: Connection, before: datetime, after: str | None, limit: int
+) -> dict[str, Any]:
+    """`GET /export`: the entries of up to `limit` ended top tokens ended before `before`, in
+    id order after `after`; `next` is the last id of the page, or None when no such token
+    follows it."""
+    found = store.ended_tops(conn, before, after, limit + 1)
+    page = found[:limit]
+    following = len(found) > limit
+    return {
+        "tokens": [entry_of(conn, token) for token in page],
+        "next": page[-1].token if following else None,
+    }
+
+
+def prune(
+    conn: Connection, ids: Sequence[str], before: datetime, by: dict[str, Any] | None
+) -> dict[str, Any]:
+    """`POST /prune`: delete each listed token that is an ended top token ended before
+    `before`, with its family's rows, each in a savepoint of its own. Answers `{"pruned",
+    "skipped": {code: n}}`. No ledger row is left to carry `by`: it goes to the log."""
+    skipped: Counter[str] = Counter()
+    pruned = 0
+    for token_id in ids:
+        code = _prune_one(conn, token_id, before)
+        if code is None:
+            pruned += 1
+        else:
+            skipped[code] += 1
+    if pruned:
+        log.info("retention: pruned %d tokens ended before %s%s", pruned, before, _by_text(by))
+    return {"pruned": pruned, "skipped": dict(sorted(skipped.items()))}
+
+
+def _by_text(by: dict[str, Any] | None) -> str:
+    if not by:
+        return ""
+    reason = f": {by['reason']}" if by.get("reason") else ""
+    return f" (by {by['actor']}{reason})"
+
+
+def _prune_one(conn: Connection, token_id: str, before: datetime) -> str | None:
+    """Prune one token; None when pruned, else the code it was skipped with."""
+    if dialect_of(conn).locks:  # no act of the family runs while its rows go
+        lock_family(conn, token_id)
+    token = get_token(conn, token_id)
+    if token is None or token.parent is not None:  # a child goes only with its top
+        return "token_not_found"
+    if token.status not in store.ENDED:
+        return "token_not_ended"
+    ended = store.end_of(conn, token_id, token.status)
+    if ended is None or ended >= before:
+        return "ended_after"
+    savepoint = conn.begin_nested()
+    try:
+        store.delete_family(conn, store.family_of(conn, token_id))
+    except BaseException:
+        savepoint.rollback()
+        raise
+    savepoint.commit()
+    return None
+
+
+# --- import -------------------------------------------------------------------------------------
+
+
+class BadEntry(ValueError):
+    """An export entry that is not of the shape `GET /export` answers."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """An exported top token and its descendants, as rows to insert."""
+
+    tokens: list[TokenRecord]
+    rows: list[dict[str, Any]]
+
+    @property
+    def top(self) -> str:
+        """The top token's id."""
+        return self.tokens[0].token
+
+
+def family_of_entry(entry: Any) -> Family:
+    """The rows of an export entry; `BadEntry` when it is not one."""
+    family = Family([], [])
+    _add_entry(family, entry, None)
+    if family.tokens[0].status not in store.ENDED:
+        raise BadEntry(f"token {family.top!r} is {family.tokens[0].status}, not ended")
+    return family
+
+
+def _add_entry(family: Family, entry: Any, workflow: str | None) -> None:
+    if not isinstance(entry, dict) or not {"token", "history", "children"} <= set(entry):
+        raise BadEntry("an export entry is an object with 'token', 'history' and 'children'")
+    try:
+        record = _record(entry["token"], workflow)
+        rows = [_row(record.token, item) for item in entry["history"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BadEntry(f"an export entry's token or history is malformed ({exc})") from None
+    family.tokens.append(record)
+    family.rows.extend(rows)
+    # A child's workflow is not in its token object: its parent's `branch_started` names it.
+    workflows = {r["data"].get("token"): r["data"].get("workflow") for r in rows
+                 if r["kind"] == "branch_started"}  # fmt: skip
+    if not isinstance(entry["children"], list):
+        raise BadEntry("an export entry's 'children' is a list of entries")
+    for child in entry["children"]:
+        child_id = child.get("token", {}).get("token") if isinstance(child, dict) else None
+        _add_entry(family, child, workflows.get(child_id))
+
+
+def _time(text: Any) -> datetime:
+    """A time of the wire (`...Z`) as the database keeps it (naive UTC)."""
+    if not isinstance(text, str) or not text.endswith("Z"):
+        raise ValueError(f"{text!r} is not a time of the API")
+    return datetime.fromisoformat(text[:-1])
+
+
+def _record(wire: dict[str, Any], workflow: str | None) -> TokenRecord:
+    return TokenRecord(
+        token=str(wire["token"]),
+        state=str(wire["state"]),
+        status=str(wire["status"]),
+        visit=int(wire["visit"]),
+        context=dict(wire["context"]),
+        entered_at=_time(wire["entered_at"]),
+        parent=wire.get("parent"),
+        workflow=workflow,
+        structure=wire.get("structure"),
+    )
+
+
+def _row(token: str, item: dict[str, Any]) -> dict[str, Any]:
+    data = item["data"]
+    if not isinstance(data, dict):
+        raise ValueError("a history entry's data is an object")
+    return {
+        "token": token,
+        "seq": int(item["seq"]),
+        "at": _time(item["at"]),
+        "kind": str(item["kind"]),
+        "key": None,  # idempotency keys are not exported: a pruned token's are forgotten
+        "data": data,
+    }
+
+
+def import_family(conn: Connection, family: Family) -> bool:
+    """Put an exported family back; False (nothing written) when a token with its top's id,
+    ignoring case, is in the database already."""
+    if store.any_case_exists(conn, family.top):
+        return False
+    store.insert_family(conn, family.tokens, family.rows)
+    return True

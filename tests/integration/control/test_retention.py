@@ -1,0 +1,170 @@
+"""Export and prune over a real socket (spec 95 §2), on SQLite and Postgres."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+
+from stateous.control.clock import FakeClock, iso
+from stateous.control.store import tables
+from tests.support.app import RunningApi, running_api
+from tests.support.graphs import DEV
+
+REPO = {"repo": "acme/api"}
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def api(migrated_db_url: str, clock: FakeClock) -> Iterator[RunningApi]:
+    with running_api(migrated_db_url, DEV, clock, migrate_first=False) as running:
+        yield running
+
+
+@pytest.fixture
+def http(api: RunningApi) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=api.url, timeout=30) as client:
+        yield client
+
+
+def ok(answer: httpx.Response, status: int = 200) -> Any:
+    assert answer.status_code == status, answer.text
+    return answer.json()
+
+
+def refused(answer: httpx.Response) -> tuple[int, str, str]:
+    body = answer.json()
+    return answer.status_code, body["code"], body["error"]
+
+
+def in_reviews(http: httpx.Client, token: str) -> None:
+    """Start `token` and take it into `reviews`, where it has two children."""
+    ok(http.post("/tokens", json={"token": token, "context": REPO}), 201)
+    grant = ok(http.post("/tasks/claim", json={"supervisor": "box", "states": ["coding"]}))
+    assert grant["token"] == token
+    ok(http.post(f"/tasks/{grant['task']}/report", json={"kind": "event", "event": "done"}))
+
+
+def cancelled(http: httpx.Client, token: str, children: bool = False) -> None:
+    """A cancelled top token (with two cancelled children when `children`)."""
+    if children:
+        in_reviews(http, token)
+    else:
+        ok(http.post("/tokens", json={"token": token, "context": REPO}), 201)
+    assert ok(http.post(f"/tokens/{token}/cancel"))["status"] == "cancelled"
+
+
+def export(http: httpx.Client, before: str, **query: Any) -> dict[str, Any]:
+    found: dict[str, Any] = ok(http.get("/export", params={"ended_before": before, **query}))
+    return found
+
+
+def as_read(http: httpx.Client, token: str) -> dict[str, Any]:
+    """A token and its history as the read routes answer them, with its children's."""
+    wire = ok(http.get(f"/tokens/{token}"))
+    children = ok(http.get("/tokens", params={"parent": token}))
+    return {
+        "token": wire,
+        "history": ok(http.get(f"/tokens/{token}/history")),
+        "children": [as_read(http, c["token"]) for c in sorted(children, key=lambda c: c["token"])],
+    }
+
+
+def count(api: RunningApi, table: Any, token_column: Any, like: str) -> int:
+    with api.plane.store.engine.connect() as conn:
+        query = select(func.count()).select_from(table).where(token_column.like(like))
+        return int(conn.execute(query).scalar_one())
+
+
+def test_export_pages_in_id_order_with_children(http: httpx.Client, clock: FakeClock) -> None:
+    cancelled(http, "B", children=True)
+    after_b = iso(clock.advance(1))
+    clock.advance(1)
+    for token in ("C", "A", "D"):
+        cancelled(http, token)
+    ok(http.post("/tokens", json={"token": "AA", "context": REPO}), 201)  # live: never exported
+    clock.advance(1)
+    before = iso(clock.now())
+    first = export(http, before, limit=2)
+    assert [e["token"]["token"] for e in first["tokens"]] == ["A", "B"]
+    assert first["next"] == "B"
+    assert first["tokens"][1] == as_read(http, "B")
+    assert [c["token"]["token"] for c in first["tokens"][1]["children"]] == [
+        "B.reviews.1.design-review",
+        "B.reviews.1.security-review",
+    ]
+    assert first["tokens"][0]["children"] == []
+    second = export(http, before, limit=2, after="B")
+    assert [e["token"]["token"] for e in second["tokens"]] == ["C", "D"]
+    assert second["next"] is None
+    assert export(http, before, after="D") == {"tokens": [], "next": None}
+    # B ended two seconds before the others.
+    assert [e["token"]["token"] for e in export(http, after_b)["tokens"]] == ["B"]
+
+
+def test_export_refusals(http: httpx.Client) -> None:
+    assert refused(http.get("/export")) == (
+        422, "invalid_argument", "'ended_before' is required: an ISO 8601 time, e.g. "
+        "2026-10-16T20:48:44Z",
+    )  # fmt: skip
+    assert refused(http.get("/export", params={"ended_before": "soon"})) == (
+        422, "invalid_argument", "'ended_before' is an ISO 8601 time, e.g. 2026-10-16T20:48:44Z",
+    )  # fmt: skip
+    for limit in ("0", "1001", "x"):
+        answer = http.get(
+            "/export", params={"ended_before": "2026-01-01T00:00:00Z", "limit": limit}
+        )
+        assert refused(answer) == (
+            422, "invalid_argument", "'limit' is a whole number from 1 to 1000",
+        )  # fmt: skip
+
+
+def test_prune_skips_and_deletes_every_row(
+    api: RunningApi, http: httpx.Client, clock: FakeClock
+) -> None:
+    cancelled(http, "OLD", children=True)
+    clock.advance(10)
+    middle = iso(clock.now())
+    cancelled(http, "NEW")
+    in_reviews(http, "LIVE")
+    clock.advance(10)
+    body = {
+        "tokens": ["OLD", "NEW", "LIVE", "NOPE", "LIVE.reviews.1.design-review"],
+        "ended_before": middle,
+        "by": {"actor": "alice", "reason": "a year old"},
+    }
+    assert ok(http.post("/prune", json=body)) == {
+        "pruned": 1,
+        "skipped": {"ended_after": 1, "token_not_ended": 1, "token_not_found": 2},
+    }
+    for table in (tables.tokens, tables.ledger, tables.tasks, tables.timers, tables.audit):
+        assert count(api, table, table.c.token, "OLD%") == 0, table.name
+    assert count(api, tables.tokens, tables.tokens.c.token, "LIVE%") == 3
+    assert ok(http.get("/tokens/NEW"))["status"] == "cancelled"
+    assert refused(http.get("/tokens/OLD")) == (404, "token_not_found", "there is no token 'OLD'")
+    again = ok(http.post("/prune", json={"tokens": ["OLD"], "ended_before": middle}))
+    assert again == {"pruned": 0, "skipped": {"token_not_found": 1}}
+
+
+def test_prune_refusals(http: httpx.Client) -> None:
+    time = "2026-01-01T00:00:00Z"
+    cases = [
+        ({"ended_before": time}, "'tokens' is a list of 1 to 1000 token ids"),
+        ({"tokens": [], "ended_before": time}, "'tokens' is a list of 1 to 1000 token ids"),
+        ({"tokens": ["A"] * 1001, "ended_before": time}, "'tokens' is a list of 1 to 1000 token ids"),
+        ({"tokens": [1], "ended_before": time}, "'tokens' is a list of 1 to 1000 token ids"),
+        ({"tokens": ["A"]}, "'ended_before' is an ISO 8601 time, e.g. 2026-10-16T20:48:44Z"),
+        ({"tokens": ["A"], "ended_before": time, "by": {"actor": ""}},
+         "'by.actor' is a text of 1 to 64 printable characters"),
+        ({"tokens": ["A"], "ended_before": time, "when": 1},
+         "a prune has no part 'when'; its parts are tokens, ended_before, by"),
+    ]  # fmt: skip
+    for body, sentence in cases:
+        assert refused(http.post("/prune", json=body)) == (422, "invalid_body", sentence), body
