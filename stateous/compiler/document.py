@@ -14,6 +14,9 @@ def build_document(top: Workflow, tree: list[Workflow], schemas: SchemaSet) -> d
     """The graph document, keys in the order of the file (§5.1)."""
     doc: dict[str, Any] = {"stateous": 1, "workflow": top.name}
     doc.update(_body(top, schemas))
+    if top.search_keys:
+        # Only when declared, so that a graph without search keys keeps its checksum.
+        doc["search"] = sorted(top.search_keys)
     if len(tree) > 1 or any(s.is_parallel for s in top.states.values()):
         doc["workflows"] = {child.name: _body(child, schemas) for child in tree[1:]}
     doc["schemas"] = dict(schemas.schemas)

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from stateous.compiler.loader import children_of
 from stateous.compiler.overlap import Exclusive, Overlap, prove_exclusive
 from stateous.compiler.schemas import SchemaSet
+from stateous.compiler.search import search_problems
 from stateous.model.authoring import (
     BUILT_IN_EVENTS,
     END,
@@ -103,7 +104,7 @@ def validate_tree(top: Workflow, tree: list[Workflow], schemas: SchemaSet) -> li
 
 
 def workflow_problems(flow: Workflow, schemas: SchemaSet, *, child: bool) -> list[str]:
-    """The per-workflow checks a-k (and the `into=` checks of 05 §1-2), in order."""
+    """The per-workflow checks a-k, the `into=` checks of 05 §1-2, then the search keys (95 §1)."""
     if not flow.states:
         return [f"workflow {flow.name!r} has no states"]
     problems: list[str] = []
@@ -123,6 +124,7 @@ def workflow_problems(flow: Workflow, schemas: SchemaSet, *, child: bool) -> lis
             "guard, or mark one otherwise=True"
         )
     problems.extend(_into(flow))
+    problems.extend(search_problems(flow, schemas, child=child))
     return problems
 
 

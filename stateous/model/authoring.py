@@ -166,6 +166,8 @@ class Workflow:
         self.states: dict[str, State] = {}
         self.events: dict[str, Event] = {}
         self.transitions: list[Transition] = []
+        #: The context keys tokens are found by (spec 95 §1), in declaration order.
+        self.search_keys: list[str] = []
 
     def __repr__(self) -> str:
         return f"Workflow({self.name!r})"
@@ -289,6 +291,29 @@ class Workflow:
         event = Event(self, name, payload, into)
         self.events[name] = event
         return event
+
+    # -- search keys -------------------------------------------------------------------
+    def search(self, *keys: str) -> None:
+        """Declare context keys to find tokens by (spec 95 §1), e.g. `flow.search("customer")`.
+
+        The names are checked here; that each is a field of the context model of a fitting
+        type, and that the workflow is the top one, is checked at compile time.
+        """
+        if not keys:
+            raise DeclarationError(
+                "flow.search needs at least one context key, e.g. flow.search('customer')"
+            )
+        seen = list(self.search_keys)
+        for key in keys:
+            if not isinstance(key, str) or not key:
+                raise DeclarationError(
+                    f"flow.search takes context keys by name, e.g. flow.search('customer'), "
+                    f"not {key!r}"
+                )
+            if key in seen:
+                raise DeclarationError(f"search key {key!r} is already declared")
+            seen.append(key)
+        self.search_keys = seen  # all or nothing: a refused call declares no key
 
     # -- transitions -------------------------------------------------------------------
     def transition(

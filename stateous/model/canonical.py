@@ -40,14 +40,16 @@ def checksum(doc: object) -> str:
 
 
 def strip_tuning(doc: Any) -> Any:
-    """A deep copy of a graph document without any state's `timeout` and `retries`.
+    """A deep copy of a graph document without what a token's path does not depend on.
 
-    Covers the top workflow's `states` and those of every body under `workflows`;
-    nothing else is touched.
+    That is each state's `timeout` and `retries` (in the top workflow's `states` and those of
+    every body under `workflows`) and the top-level `search` keys (spec 95 §1: adding or
+    removing one needs no migration); nothing else is touched.
     """
     stripped = copy.deepcopy(doc)
     if not isinstance(stripped, dict):
         return stripped
+    stripped.pop("search", None)
     bodies: list[Any] = [stripped]
     workflows = stripped.get("workflows")
     if isinstance(workflows, dict):
@@ -64,9 +66,9 @@ def strip_tuning(doc: Any) -> Any:
 
 
 def structure(doc: object) -> str:
-    """The structure of a graph document: its checksum without `timeout` and `retries`.
+    """The structure of a graph document: its checksum without `timeout`, `retries` and `search`.
 
-    Equal to `checksum(doc)` when no state sets either.
+    Equal to `checksum(doc)` when no state sets either and no search key is declared.
     """
     return sha256_of(strip_tuning(doc))
 

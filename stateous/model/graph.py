@@ -124,6 +124,8 @@ class Graph:
     structure: str
     bodies: dict[str, WorkflowBody]
     schemas: dict[str, Any]
+    #: The main workflow's search keys, sorted (spec 95 §1); empty when the file has none.
+    search: tuple[str, ...] = ()
 
     @property
     def main(self) -> WorkflowBody:
@@ -180,6 +182,7 @@ def load_graph(text: str) -> Graph:
         structure=structure,
         bodies=bodies,
         schemas=schemas,
+        search=_search(doc.get("search", []), main, schemas),
     )
 
 
@@ -352,3 +355,24 @@ def _check_models(bodies: Mapping[str, WorkflowBody], schemas: Mapping[str, Any]
                 raise GraphFileError(
                     f"the graph file names the model {model!r}, which 'schemas' does not have"
                 )
+
+
+def _search(raw: Any, main: WorkflowBody, schemas: Mapping[str, Any]) -> tuple[str, ...]:
+    """The `search` keys, each a top-level property of the main context model (spec 95 §1)."""
+    if not isinstance(raw, list) or not all(isinstance(k, str) for k in raw):
+        raise GraphFileError("the graph file's 'search' is not a list of context fields, by name")
+    model = schemas.get(main.context) if main.context is not None else None
+    properties = model.get("properties") if isinstance(model, dict) else None
+    for n, key in enumerate(raw):
+        if key in raw[:n]:
+            raise GraphFileError(f"the graph file's 'search' names {key!r} twice")
+        if main.context is None:
+            raise GraphFileError(
+                f"the graph file's 'search' names {key!r}, but the workflow has no context model"
+            )
+        if not isinstance(properties, dict) or key not in properties:
+            raise GraphFileError(
+                f"the graph file's 'search' names {key!r}, which the context model "
+                f"{main.context!r} does not have"
+            )
+    return tuple(sorted(raw))
