@@ -48,6 +48,8 @@ CONTEXT_SETTINGS = {"help_option_names": ["--help"], "max_content_width": 100}
         "stats": "stateous.cli.stats:stats_command",
         "console": "stateous.cli.console:console_command",
         "demo": "stateous.cli.demo:demo_command",
+        "prune": "stateous.cli.prune:prune_command",
+        "import": "stateous.cli.import_tokens:import_command",
     },
 )
 @click.version_option(package_name="stateous", prog_name="stateous", message="%(prog)s %(version)s")

@@ -204,6 +204,20 @@ class AsyncClient(BaseClient):
         """As `Client.audit`."""
         return await self._list(routes.audit(actor, token, since, limit))
 
+    # ------------------------------------------------------------ retention (spec 95 §2)
+
+    async def export(
+        self, ended_before: str, *, after: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """As `Client.export`."""
+        return await self._object(routes.export(ended_before, after, limit))
+
+    async def prune(
+        self, tokens: list[str], ended_before: str, *, reason: str | None = None
+    ) -> dict[str, Any]:
+        """As `Client.prune`."""
+        return await self._object(self._acting(routes.prune(tokens, ended_before), reason))
+
     # ------------------------------------------------------------ tasks and the graph
 
     async def report(

@@ -219,6 +219,23 @@ class Client(BaseClient):
         """Operators' acts newest first: `{token, seq, at, kind, actor, via, reason, bulk}`."""
         return self._list(routes.audit(actor, token, since, limit))
 
+    # ------------------------------------------------------------ retention (spec 95 §2)
+
+    def export(
+        self, ended_before: str, *, after: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """A page of ended top tokens that ended before `ended_before` (ISO 8601), in id order
+        after `after`: `{"tokens": [{"token", "history", "children"}], "next"}`; `next` is the
+        `after` of the next page, None after the last."""
+        return self._object(routes.export(ended_before, after, limit))
+
+    def prune(
+        self, tokens: list[str], ended_before: str, *, reason: str | None = None
+    ) -> dict[str, Any]:
+        """Delete these ended top tokens that ended before `ended_before`, with their history
+        and children, for good: `{"pruned": n, "skipped": {code: n}}`."""
+        return self._object(self._acting(routes.prune(tokens, ended_before), reason))
+
     # ------------------------------------------------------------ tasks and the graph
 
     def report(

@@ -128,6 +128,16 @@ def audit(actor: str | None, token: str | None, since: str | None, limit: int | 
     )
 
 
+def export(ended_before: str, after: str | None, limit: int | None) -> Request:
+    return Request(
+        "GET", "/export", params=query(ended_before=ended_before, after=after, limit=limit)
+    )
+
+
+def prune(tokens: list[str], ended_before: str) -> Request:
+    return Request("POST", "/prune", body={"tokens": tokens, "ended_before": ended_before})
+
+
 # ------------------------------------------------------------ tasks and the graph
 
 

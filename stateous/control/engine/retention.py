@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from stateous.control.clock import iso
 from stateous.control.engine.views import history_entry, token_wire
 from stateous.control.store import retention as store
 from stateous.control.store.dialect import dialect_of
@@ -70,7 +71,7 @@ def prune(
         else:
             skipped[code] += 1
     if pruned:
-        log.info("retention: pruned %d tokens ended before %s%s", pruned, before, _by_text(by))
+        log.info("retention: pruned %d tokens ended before %s%s", pruned, iso(before), _by_text(by))
     return {"pruned": pruned, "skipped": dict(sorted(skipped.items()))}
 
 

@@ -36,6 +36,13 @@ CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any], Any]] = [
     ("bulk_jobs", (), {"limit": 10}, []),
     ("stop_bulk", (3,), {}, {"job": 3, "status": "stopped"}),
     ("audit", (), {"actor": "alice", "since": "2026-01-01T00:00:00Z", "limit": 2}, []),
+    (
+        "export",
+        ("2026-01-01T00:00:00Z",),
+        {"after": "T-1", "limit": 2},
+        {"tokens": [], "next": None},
+    ),
+    ("prune", (["T-1"], "2026-01-01T00:00:00Z"), {"reason": "old"}, {"pruned": 1, "skipped": {}}),
     ("report", (7, "passed", {"passed": 12, "failed": 0}), {"attempt": 1}, TOKEN),
     ("inbox", (), {"state": "review", "limit": 3}, []),
     ("supervisors", (), {}, []),

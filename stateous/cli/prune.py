@@ -1,0 +1,238 @@
+"""`stateous prune --ended-before 90d|TIME [--export FILE] [--dry-run] [--yes] [--url URL]`
+(spec 95 §2): delete ended top tokens for good, each page written to the export file and
+`fsync`ed before it is pruned, so a crash at any moment leaves every pruned token in the file."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+
+from stateous.cli.params import IsoTime
+from stateous.cli.token import control_plane, url_option, wrong_shape
+from stateous.client import Client
+from stateous.model.durations import DurationError, parse_duration
+from stateous.model.errors import StateousError
+
+#: Tokens a page: the most `GET /export` answers and `POST /prune` takes.
+PAGE = 1000
+
+
+class Cutoff(click.ParamType[str]):
+    """`90d` (that long before now) or an ISO 8601 time; answered as an ISO 8601 time."""
+
+    name = "DURATION|TIME"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> str:
+        text = str(value)
+        if text[:1].isdigit() and text[-1:] in "smhd" and "-" not in text:
+            try:
+                seconds = parse_duration(text)
+            except DurationError as exc:
+                self.fail(exc.message, param, ctx)
+            moment = datetime.now(UTC) - timedelta(seconds=seconds)
+            return moment.replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+        return IsoTime().convert(text, param, ctx)
+
+
+def human_bytes(count: int) -> str:
+    """`812 B`, `1.2 kB`, `3.4 MB`, `1.9 GB` (powers of 1000)."""
+    size = float(count)
+    for unit in ("B", "kB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{count} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    raise AssertionError  # the loop returns at GB
+
+
+def entry_line(entry: dict[str, Any]) -> bytes:
+    """One export entry as a JSON Lines line (UTF-8, compact)."""
+    text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return (text + "\n").encode()
+
+
+def append_durably(path: Path, data: bytes) -> None:
+    """Append `data` to `path` (a gzip member of its own when the name ends in `.gz`), then
+    flush and `fsync` the file: after this returns, the lines survive a crash."""
+    try:
+        _append(path, data)
+    except OSError as exc:
+        raise StateousError(
+            f"cannot write {path}: {exc.strerror or exc}; the tokens not written stay"
+        ) from None
+
+
+def _append(path: Path, data: bytes) -> None:
+    with path.open("ab") as raw:
+        if path.name.endswith(".gz"):
+            with gzip.GzipFile(fileobj=raw, mode="ab") as packed:
+                packed.write(data)
+        else:
+            raw.write(data)
+        raw.flush()
+        os.fsync(raw.fileno())
+
+
+def pages(client: Client, ended_before: str) -> Iterator[list[dict[str, Any]]]:
+    """Every page of `GET /export`, in id order."""
+    after: str | None = None
+    while True:
+        page = client.export(ended_before, after=after, limit=PAGE)
+        entries, after = page.get("tokens"), page.get("next")
+        if not isinstance(entries, list) or not (after is None or isinstance(after, str)):
+            raise wrong_shape(client.url)
+        if entries:
+            yield entries
+        if after is None:
+            return
+
+
+@dataclass
+class Tally:
+    """Tokens pruned (or found), the bytes of their export lines, and the skipped by code."""
+
+    tokens: int = 0
+    size: int = 0
+    skipped: dict[str, int] | None = None
+
+    def skip(self, codes: dict[str, int]) -> None:
+        """Add a prune's skipped tokens."""
+        self.skipped = self.skipped or {}
+        for code, n in codes.items():
+            self.skipped[code] = self.skipped.get(code, 0) + int(n)
+
+
+def count(client: Client, ended_before: str) -> Tally:
+    """What a prune would take now: the tokens and the bytes of their history."""
+    tally = Tally()
+    for entries in pages(client, ended_before):
+        tally.tokens += len(entries)
+        tally.size += sum(len(entry_line(entry)) for entry in entries)
+    return tally
+
+
+class _Bar:
+    """A rich progress bar on a terminal (stderr), nothing otherwise."""
+
+    def __init__(self, total: int | None) -> None:
+        self.total = total
+        self.bar: Any = None
+
+    def __enter__(self) -> Callable[[int], None]:
+        if not sys.stderr.isatty():
+            return lambda done: None
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn
+
+        self.bar = bar = Progress(
+            TextColumn("pruning"),
+            BarColumn(),
+            TextColumn("{task.completed:,} tokens"),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        bar.start()
+        task = bar.add_task("prune", total=self.total)
+        return lambda done: bar.advance(task, done)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def prune_all(client: Client, ended_before: str, export: Path | None, total: int | None) -> Tally:
+    """Page, write each page (with `export`), then prune its ids."""
+    tally = Tally()
+    with _Bar(total) as advance:
+        for entries in pages(client, ended_before):
+            lines = b"".join(entry_line(entry) for entry in entries)
+            if export is not None:
+                append_durably(export, lines)  # before the prune: the file keeps what goes
+            ids = [str(entry["token"]["token"]) for entry in entries]
+            answer = client.prune(ids, ended_before)
+            pruned = int(answer.get("pruned", 0))
+            tally.tokens += pruned
+            tally.size += len(lines)
+            tally.skip(dict(answer.get("skipped") or {}))
+            advance(len(ids))
+    return tally
+
+
+def summary(tally: Tally, export: Path | None) -> str:
+    """`pruned 120,344 tokens (1.9 GB of history) into FILE`."""
+    into = f" into {export}" if export is not None else ""
+    line = f"pruned {tally.tokens:,} tokens ({human_bytes(tally.size)} of history){into}"
+    if tally.skipped:
+        parts = ", ".join(f"{code} {n:,}" for code, n in sorted(tally.skipped.items()))
+        line += f"; skipped {sum(tally.skipped.values()):,} ({parts})"
+    return line
+
+
+def _confirmed(total: int) -> bool:
+    """The operator's yes to a prune without an export, asked on the terminal."""
+    noun = "token" if total == 1 else "tokens"
+    if not sys.stdin.isatty():
+        raise StateousError(
+            f"pruning {total:,} {noun} without --export needs a yes, and there is no terminal "
+            "to ask in; add --yes",
+            code="not_confirmed",
+        )
+    answer = click.prompt(
+        f"prune {total:,} {noun} and their history for good? [y/N]",
+        default="",
+        show_default=False,
+        prompt_suffix=" ",
+    )
+    return str(answer).strip().lower() in ("y", "yes")
+
+
+@click.command("prune")
+@click.option(
+    "--ended-before",
+    "ended_before",
+    type=Cutoff(),
+    required=True,
+    help="Prune tokens that ended before this: a duration ago (90d) or an ISO 8601 time.",
+)
+@click.option(
+    "--export",
+    "export",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Append each token to FILE (JSON Lines; gzip when it ends in .gz) before pruning it.",
+)
+@click.option("--dry-run", is_flag=True, help="Print what would be pruned; change nothing.")
+@click.option("--yes", is_flag=True, help="Do not ask before pruning without --export.")
+@url_option
+def prune_command(
+    ended_before: str, export: Path | None, dry_run: bool, yes: bool, url: str | None
+) -> None:
+    """Delete ended tokens and their history for good, after writing them to --export FILE."""
+    with control_plane(url) as client:
+        if dry_run:
+            found = count(client, ended_before)
+            click.echo(
+                f"would prune {found.tokens:,} tokens ({human_bytes(found.size)} of history) "
+                f"ended before {ended_before}"
+            )
+            return
+        total = None
+        if export is None and not yes:
+            total = count(client, ended_before).tokens
+            if total == 0:
+                click.echo(f"no tokens ended before {ended_before}")
+                return
+            if not _confirmed(total):
+                click.echo("nothing pruned")
+                return
+        click.echo(summary(prune_all(client, ended_before, export, total), export))

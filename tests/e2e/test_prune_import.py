@@ -1,0 +1,165 @@
+"""`stateous prune` and `stateous import` as real processes against a real `stateous serve`
+(spec 95 §2), on SQLite and Postgres: export, prune, import gives back the same bytes."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from stateous.cli.prune import human_bytes
+from tests.e2e.test_bulk_commands import in_terminal
+from tests.support import ServeProcess, serve_process
+from tests.support.graphs import DEV, write_graph
+
+REPO = {"repo": "acme/api"}
+
+
+@pytest.fixture
+def served(db_url: str, tmp_path: Path) -> Iterator[ServeProcess]:
+    """`stateous serve` of the `dev` workflow (a state with two children) on `db_url`."""
+    graph = write_graph(tmp_path, DEV)
+    with serve_process(graph, db_url, cwd=tmp_path) as running:
+        try:
+            yield running
+        finally:
+            running.stop()
+            for pipe in (running.process.stdout, running.process.stderr):
+                if pipe is not None:
+                    pipe.close()
+
+
+def run(*args: str) -> tuple[int, list[str], str]:
+    """`python -m stateous ARGS` with no terminal on stdin: (code, stdout lines, stderr)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("STATEOUS_URL", "STATEOUS_ACTOR")}
+    done = subprocess.run(
+        [sys.executable, "-m", "stateous", *args],
+        capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    return done.returncode, done.stdout.splitlines(), done.stderr
+
+
+def post(url: str, path: str, body: dict[str, Any], status: int = 200) -> Any:
+    answer = httpx.post(url + path, json=body, timeout=30)
+    assert answer.status_code == status, answer.text
+    return answer.json()
+
+
+def make_tokens(url: str) -> None:
+    """A (cancelled in `reviews`, with two children), B and C (cancelled), LIVE (active)."""
+    post(url, "/tokens", {"token": "A", "context": REPO}, 201)
+    grant = post(url, "/tasks/claim", {"supervisor": "box", "states": ["coding"]})
+    post(url, f"/tasks/{grant['task']}/report", {"kind": "event", "event": "done"})
+    for token in ("B", "C", "LIVE"):
+        post(url, "/tokens", {"token": token, "context": REPO}, 201)
+    for token in ("A", "B", "C"):
+        post(url, f"/tokens/{token}/cancel", {"by": {"actor": "alice", "reason": "old"}})
+
+
+def read_back(url: str, token: str) -> list[bytes]:
+    """The bytes the read routes answer for a token, its history and its children's."""
+    got = [
+        httpx.get(f"{url}/tokens/{token}", timeout=30),
+        httpx.get(f"{url}/tokens/{token}/history", timeout=30),
+    ]
+    assert [answer.status_code for answer in got] == [200, 200], token
+    children = httpx.get(f"{url}/tokens", params={"parent": token}, timeout=30).json()
+    found = [answer.content for answer in got]
+    for child in sorted(c["token"] for c in children):
+        found.extend(read_back(url, child))
+    return found
+
+
+def soon() -> str:
+    return (datetime.now(UTC) + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def gone(url: str, token: str) -> bool:
+    return httpx.get(f"{url}/tokens/{token}", timeout=30).status_code == 404
+
+
+def test_prune_with_export_then_import_gives_back_the_same_bytes(
+    served: ServeProcess, db_url: str, tmp_path: Path
+) -> None:
+    url = served.url
+    make_tokens(url)
+    before = {token: read_back(url, token) for token in ("A", "B", "C")}
+    cutoff = soon()
+    code, out, err = run("prune", "--ended-before", cutoff, "--dry-run", "--url", url)
+    file = tmp_path / "archive.jsonl.gz"
+    assert (code, err) == (0, "")
+    assert not file.exists() and not gone(url, "A")
+    code, out2, err = run("prune", "--ended-before", cutoff, "--export", str(file), "--url", url)
+    assert (code, err) == (0, ""), err
+    lines = gzip.decompress(file.read_bytes()).splitlines(keepends=True)
+    size = human_bytes(sum(len(line) for line in lines))
+    assert out == [f"would prune 3 tokens ({size} of history) ended before {cutoff}"]
+    assert out2 == [f"pruned 3 tokens ({size} of history) into {file}"]
+    entries = [json.loads(line) for line in lines]
+    assert [e["token"]["token"] for e in entries] == ["A", "B", "C"]
+    assert [c["token"]["token"] for c in entries[0]["children"]] == [
+        "A.reviews.1.design-review",
+        "A.reviews.1.security-review",
+    ]
+    assert all(gone(url, token) for token in ("A", "B", "C", "A.reviews.1.design-review"))
+    assert not gone(url, "LIVE")
+    assert run("import", str(file), "--db", db_url) == (
+        0, ["imported 3 tokens, skipped 0 (already there)"], "",
+    )  # fmt: skip
+    assert {token: read_back(url, token) for token in ("A", "B", "C")} == before
+    assert run("import", str(file), "--db", db_url) == (
+        0, ["imported 0 tokens, skipped 3 (already there)"], "",
+    )  # fmt: skip
+
+
+def test_no_prune_without_the_file_or_an_answer(served: ServeProcess, tmp_path: Path) -> None:
+    url = served.url
+    make_tokens(url)
+    cutoff = soon()
+    missing = tmp_path / "no-such-folder" / "archive.jsonl"
+    code, out, err = run("prune", "--ended-before", cutoff, "--export", str(missing), "--url", url)
+    assert (code, out) == (1, [])
+    assert err == (
+        f"error: cannot write {missing}: No such file or directory; the tokens not written stay\n"
+    )
+    assert run("prune", "--ended-before", cutoff, "--url", url) == (
+        1, [], "error: pruning 3 tokens without --export needs a yes, and there is no terminal "
+        "to ask in; add --yes\n",
+    )  # fmt: skip
+    assert in_terminal("n", "prune", "--ended-before", cutoff, url=url) == (
+        0, "prune 3 tokens and their history for good? [y/N] nothing pruned\n",
+    )  # fmt: skip
+    assert not gone(url, "A")
+    code, out, err = run("prune", "--ended-before", cutoff, "--yes", "--url", url)
+    assert (code, err) == (0, "")
+    assert len(out) == 1 and out[0].startswith("pruned 3 tokens (") and "into" not in out[0]
+    assert gone(url, "A") and not gone(url, "LIVE")
+    assert run("prune", "--ended-before", "90d", "--yes", "--url", url) == (
+        0, ["pruned 0 tokens (0 B of history)"], "",
+    )  # fmt: skip
+
+
+def test_import_refusals(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"token": {}}\n')
+    db = f"sqlite:///{tmp_path / 'archive.db'}"
+    assert run("import", str(bad), "--url", "http://127.0.0.1:1") == (
+        1, [], "error: stateous import writes the database itself: give --db URL (the control "
+        "plane's HTTP API has no import route)\n",
+    )  # fmt: skip
+    assert run("import", str(tmp_path / "none.jsonl"), "--db", db) == (
+        1, [], f"error: there is no file {tmp_path / 'none.jsonl'}\n",
+    )  # fmt: skip
+    assert run("import", str(bad), "--db", db) == (
+        1, [], f"error: line 1 of {bad} is not an export entry: an export entry is an object "
+        "with 'token', 'history' and 'children'\n",
+    )  # fmt: skip
