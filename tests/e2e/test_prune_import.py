@@ -93,6 +93,8 @@ def test_prune_with_export_then_import_gives_back_the_same_bytes(
     url = served.url
     make_tokens(url)
     before = {token: read_back(url, token) for token in ("A", "B", "C")}
+    audit = httpx.get(f"{url}/audit", timeout=30).content
+    assert len(httpx.get(f"{url}/audit", timeout=30).json()) == 3
     cutoff = soon()
     code, out, err = run("prune", "--ended-before", cutoff, "--dry-run", "--url", url)
     file = tmp_path / "archive.jsonl.gz"
@@ -116,6 +118,7 @@ def test_prune_with_export_then_import_gives_back_the_same_bytes(
         0, ["imported 3 tokens, skipped 0 (already there)"], "",
     )  # fmt: skip
     assert {token: read_back(url, token) for token in ("A", "B", "C")} == before
+    assert httpx.get(f"{url}/audit", timeout=30).content == audit
     assert run("import", str(file), "--db", db_url) == (
         0, ["imported 0 tokens, skipped 3 (already there)"], "",
     )  # fmt: skip
@@ -163,3 +166,33 @@ def test_import_refusals(tmp_path: Path) -> None:
         1, [], f"error: line 1 of {bad} is not an export entry: an export entry is an object "
         "with 'token', 'history' and 'children'\n",
     )  # fmt: skip
+
+
+def test_import_into_a_new_database_leaves_out_a_line_cut_short(
+    served: ServeProcess, tmp_path: Path
+) -> None:
+    url = served.url
+    make_tokens(url)
+    file = tmp_path / "archive.jsonl"
+    code, out, err = run("prune", "--ended-before", soon(), "--export", str(file), "--url", url)
+    assert (code, err) == (0, "")
+    text = file.read_bytes()
+    assert out == [f"pruned 3 tokens ({human_bytes(len(text))} of history) into {file}"]
+    assert text.count(b"\n") == 3
+    file.write_bytes(text[:-10])  # C's line, cut short as by a crash while it was written
+    archive = f"sqlite:///{tmp_path / 'archive.db'}"
+    assert run("import", str(file), "--db", archive) == (
+        0, ["imported 2 tokens, skipped 0 (already there)"],
+        f"warning: line 3 of {file} is cut short; left out\n",
+    )  # fmt: skip
+    with serve_process(write_graph(tmp_path, DEV), archive, cwd=tmp_path) as opened:
+        try:
+            found = httpx.get(f"{opened.url}/tokens", params={"limit": 10}, timeout=30).json()
+            assert sorted(t["token"] for t in found) == [
+                "A", "A.reviews.1.design-review", "A.reviews.1.security-review", "B",
+            ]  # fmt: skip
+        finally:
+            opened.stop()
+            for pipe in (opened.process.stdout, opened.process.stderr):
+                if pipe is not None:
+                    pipe.close()

@@ -83,6 +83,11 @@ def count(api: RunningApi, table: Any, token_column: Any, like: str) -> int:
         return int(conn.execute(query).scalar_one())
 
 
+def claimers(api: RunningApi) -> list[str]:
+    with api.plane.store.engine.connect() as conn:
+        return list(conn.execute(select(tables.claims.c.supervisor)).scalars())
+
+
 def test_export_pages_in_id_order_with_children(http: httpx.Client, clock: FakeClock) -> None:
     cancelled(http, "B", children=True)
     after_b = iso(clock.advance(1))
@@ -129,7 +134,12 @@ def test_export_refusals(http: httpx.Client) -> None:
 def test_prune_skips_and_deletes_every_row(
     api: RunningApi, http: httpx.Client, clock: FakeClock
 ) -> None:
-    cancelled(http, "OLD", children=True)
+    in_reviews(http, "OLD")
+    # The last claim of `box` (with a request id) names a task of OLD's child: it goes too.
+    claim = {"supervisor": "box", "states": ["security-review/triage"], "request": "r-1"}
+    assert ok(http.post("/tasks/claim", json=claim))["token"] == "OLD.reviews.1.security-review"
+    assert ok(http.post("/tokens/OLD/cancel"))["status"] == "cancelled"
+    assert claimers(api) == ["box"]
     clock.advance(10)
     middle = iso(clock.now())
     cancelled(http, "NEW")
@@ -146,6 +156,7 @@ def test_prune_skips_and_deletes_every_row(
     }
     for table in (tables.tokens, tables.ledger, tables.tasks, tables.timers, tables.audit):
         assert count(api, table, table.c.token, "OLD%") == 0, table.name
+    assert claimers(api) == []
     assert count(api, tables.tokens, tables.tokens.c.token, "LIVE%") == 3
     assert ok(http.get("/tokens/NEW"))["status"] == "cancelled"
     assert refused(http.get("/tokens/OLD")) == (404, "token_not_found", "there is no token 'OLD'")
