@@ -21,6 +21,7 @@ from stateous.control.api.lean import LeanRoutes
 from stateous.control.api.protocol import protocol_class
 from stateous.control.bulk_runner import BulkRunner
 from stateous.control.clock import Clock, SystemClock
+from stateous.control.engine.search import settle_keys
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import StoreError
 from stateous.control.hold import Hold, HoldRefused
@@ -29,6 +30,7 @@ from stateous.control.listener import Listener, close_quietly
 from stateous.control.plane import Plane
 from stateous.control.presence import Presence
 from stateous.control.replica import open_replica
+from stateous.control.search_filler import SearchFiller
 from stateous.control.served import (
     follow_current,
     load_versions,
@@ -111,6 +113,7 @@ def serve_version(store: Store, graph: Graph, clock: Clock) -> None:
     try:
         with store.begin() as conn:
             record_served(conn, graph, clock.now())
+            settle_keys(conn, graph, clock.now())  # spec 95 §1: the keys with nothing to fill
     except SQLAlchemyError as exc:
         raise StateousError(f"cannot use the database: {_reason(exc)}") from exc
 
@@ -192,15 +195,24 @@ class ControlPlane:
         if not await ticker.run(self.stop_event):
             self.take_over()
 
-    async def bulk_jobs(self) -> None:
-        """The holder applies bulk jobs beside the clock (spec 80 §2); a replica once it holds."""
+    async def _until_holding(self) -> bool:
+        """Wait until this control plane holds the database (True) or stops (False)."""
         stop = asyncio.ensure_future(self.stop_event.wait())
         took = asyncio.ensure_future(self.holding.wait())
         await asyncio.wait({stop, took}, return_when=asyncio.FIRST_COMPLETED)
         stop.cancel()
         took.cancel()
-        if not self.stop_event.is_set():
+        return not self.stop_event.is_set()
+
+    async def bulk_jobs(self) -> None:
+        """The holder applies bulk jobs beside the clock (spec 80 §2); a replica once it holds."""
+        if await self._until_holding():
             await BulkRunner(self.plane).run(self.stop_event)
+
+    async def search_keys(self) -> None:
+        """The holder fills the search keys added to a served graph (spec 95 §1)."""
+        if await self._until_holding():
+            await SearchFiller(self.plane).run(self.stop_event)
 
     def take_over(self) -> None:
         """Another control plane took the database (the clock logged it): refuse requests, stop."""
@@ -221,6 +233,7 @@ class ControlPlane:
             self.listener.start()
         clock_task = asyncio.create_task(self.clock())
         bulk_task = asyncio.create_task(self.bulk_jobs())
+        search_task = asyncio.create_task(self.search_keys())
         presence_task = asyncio.create_task(self.presence.run(self.stop_event))
         checkpoint_task = asyncio.create_task(
             checkpoints.run_checkpoints(self.plane.store, self.stop_event)
@@ -232,6 +245,7 @@ class ControlPlane:
         self.stop_event.set()
         await clock_task
         await bulk_task
+        await search_task
         await presence_task
         await checkpoint_task
         await to_thread.run_sync(close_quietly, self.listener)

@@ -34,7 +34,7 @@ from stateous.control.api.answers import (
     task_segment,
 )
 from stateous.control.api.metrics import metrics_route
-from stateous.control.engine import reads
+from stateous.control.engine import reads, search
 from stateous.control.engine.cancel import cancel
 from stateous.control.engine.claim import claim
 from stateous.control.engine.fire import fire
@@ -79,17 +79,23 @@ async def start_token(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 @get("/tokens")
 async def list_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """Tokens, most recently moved first."""
-    names = ("status", "parent", "limit", "structure")
+    """Tokens, most recently moved first; `context.KEY=JSON` finds them by their search keys
+    (spec 95 §1)."""
+    names = ("status", "parent", "limit", "structure", "state", "prefix")
     query = {name: request.query_params.get(name) for name in names}
     status, parent, limit, structure = bodies.listing_args(query)
-    return answer(
-        await run(
-            request,
-            "list",
-            lambda conn: reads.list_tokens(conn, status, parent, limit, structure),
-        )
-    )
+    more: dict[str, Any] = bodies.listing_more(query)
+    wanted = bodies.context_args(request.query_params.multi_items())
+    config = plane_of(request).config
+    if wanted:
+        more["context"] = search.search_texts(config.versions, wanted)
+
+    def listing(conn: Connection) -> Any:
+        if wanted:
+            search.check_ready(conn, config.versions, config.filling, wanted)
+        return reads.list_tokens(conn, status, parent, limit, structure, **more)
+
+    return answer(await run(request, "list", listing))
 
 
 @get("/tokens/{token_id:str}")

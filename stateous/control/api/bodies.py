@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -238,6 +238,45 @@ def listing_args(
             raise invalid("invalid_argument", "'limit' is a whole number from 1 to 1000")
         limit = int(limit_text)
     return status, parent, limit, structure
+
+
+def listing_more(query: Mapping[str, str | None]) -> dict[str, str]:
+    """`state` and `prefix` of `GET /tokens` (spec 95 §1), as given."""
+    more: dict[str, str] = {}
+    state, prefix = query.get("state"), query.get("prefix")
+    if state is not None:
+        if not 1 <= len(state) <= 64:
+            raise invalid("invalid_argument", "'state' is a state name of 1 to 64 characters")
+        more["state"] = state
+    if prefix is not None:
+        if not 1 <= len(prefix) <= 128:
+            raise invalid("invalid_argument", "'prefix' is a text of 1 to 128 characters")
+        more["prefix"] = prefix
+    return more
+
+
+def context_args(params: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """Each `context.KEY=JSON` of `GET /tokens` (spec 95 §1) as KEY → the value; a value that
+    is not JSON is `422 invalid_argument` naming it."""
+    wanted: dict[str, Any] = {}
+    for name, text in params:
+        if not name.startswith("context."):
+            continue
+        key = name.removeprefix("context.")
+        if not 1 <= len(key) <= 64:
+            raise invalid("invalid_argument", f"{name!r} names no context key")
+        try:
+            wanted[key] = json.loads(text, parse_constant=_not_json)
+        except ValueError:
+            raise invalid(
+                "invalid_argument",
+                f'{name!r} is a JSON value, e.g. {name}="acme" or {name}=4711',
+            ) from None
+    return wanted
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def by_arg(body: Mapping[str, Any], actor: str | None = None) -> dict[str, Any] | None:

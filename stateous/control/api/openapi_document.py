@@ -544,7 +544,8 @@ REFUSALS = {
     404: "`not_found`, `token_not_found`, `task_not_found`, `bulk_not_found`, `version_not_found`",
     405: "`method_not_allowed`",
     409: "`event_not_allowed`, `token_not_active`, `child_token`, `task_not_held`, `attempt_over`, "
-    "`token_not_failed`, `bulk_not_running`, `token_in_parallel`, `same_version`",
+    "`token_not_failed`, `bulk_not_running`, `token_in_parallel`, `same_version`, "
+    "`search_not_ready`",
     413: "The body is larger than 1 MiB (`bad_request`)",
     422: "`invalid_argument`, `invalid_context`, `invalid_payload`, `invalid_token_id`, "
     "`invalid_body`, `unknown_state`, `version_not_found`",
@@ -554,7 +555,11 @@ REFUSALS = {
 
 QUERIES: dict[str, list[tuple[str, str]]] = {
     "/tokens": [("status", "One of the token statuses"), ("parent", "A parent's id"),
-                ("structure", "A structure (sha256:…)"), ("limit", "1 to 1000, default 100")],
+                ("structure", "A structure (sha256:…)"), ("state", "A state"),
+                ("prefix", "The start of the token ids"),
+                ("context.KEY", "A search key's value as JSON (spec 95 §1); several keys "
+                 "must all hold"),
+                ("limit", "1 to 1000, default 100")],
     "/tasks": [("status", "One of the task statuses"), ("token", "A token id"),
                ("state", "A state"), ("supervisor", "A supervisor name"),
                ("limit", "1 to 1000, default 100")],

@@ -29,9 +29,11 @@ def list_tokens(
     parent: str | None,
     limit: int,
     structure: str | None = None,
+    **more: Any,
 ) -> list[TokenWire]:
-    """Tokens, most recently moved first."""
-    found = listing_columns(conn, status, parent, limit, structure)
+    """Tokens, most recently moved first; `more`: `state`, `prefix` and `context` (key → JSON
+    text, searched in `token_keys`), as `store.tokens.listing_query` takes them."""
+    found = listing_columns(conn, status, parent, limit, structure, **more)
     return [wire_of(*columns) for columns in found]
 
 

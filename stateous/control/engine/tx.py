@@ -34,6 +34,9 @@ class EngineConfig:
     ) -> None:
         self.versions = versions if versions is not None else Versions(graph)
         self.lease = lease
+        #: (structure, key) → (tokens done, tokens to do) of each search key this control
+        #: plane is filling (spec 95 §1), for `409 search_not_ready`'s progress.
+        self.filling: dict[tuple[str, str], tuple[int, int]] = {}
 
     @property
     def graph(self) -> Graph:
@@ -136,7 +139,10 @@ class Tx:
     def update_token(self, token: str, **values: Any) -> None:
         """Change columns of a token's row: buffered, a later value of a column wins."""
         self._changes.setdefault(token, {}).update(values)
-        if ("context" in values or "structure" in values) and searching(self.config.versions):
+        # A token live again (resume, retry, move) may have failed before a key was added:
+        # the backfill fills live tokens only, so it gets its rows now.
+        rekey = "context" in values or "structure" in values or values.get("status") == "active"
+        if rekey and searching(self.config.versions):
             self._rekey.add(token)
 
     def delete_all_memory(self, token: str) -> None:

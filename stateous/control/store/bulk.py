@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, func, insert, select, update
 
+from stateous.control.store import token_keys
 from stateous.control.store.records import TokenRecord
 from stateous.control.store.tables import bulk_jobs, bulk_matches, tokens, workflow_versions
 from stateous.model.selection import Filter, context_holds
@@ -57,12 +58,15 @@ def _conditions(found: Filter) -> list[ColumnElement[bool]]:
     return where
 
 
-def _pages(conn: Connection, found: Filter) -> Iterator[Sequence[Any]]:
-    """Pages of (token, entered_at, context) rows in id order that hold the SQL parts."""
+def _pages(conn: Connection, found: Filter, indexed: bool) -> Iterator[Sequence[Any]]:
+    """Pages of (token, entered_at, context) rows in id order that hold the SQL parts (and,
+    `indexed`, the context part through `token_keys` where it may, spec 95 §1)."""
     columns = [tokens.c.token, tokens.c.entered_at]
     if found.context is not None:
         columns.append(tokens.c.context)
     where = _conditions(found)
+    if indexed:
+        where.extend(token_keys.index_conditions(conn, found) or ())
     if found.tokens is not None:
         ids = sorted(found.tokens)
         for start in range(0, len(ids), PAGE):
@@ -81,9 +85,12 @@ def _pages(conn: Connection, found: Filter) -> Iterator[Sequence[Any]]:
         last = rows[-1][0]
 
 
-def matching(conn: Connection, found: Filter) -> Iterator[tuple[str, datetime]]:
-    """Every top token that matches, in id order, with its `entered_at`."""
-    for page in _pages(conn, found):
+def matching(
+    conn: Connection, found: Filter, indexed: bool = True
+) -> Iterator[tuple[str, datetime]]:
+    """Every top token that matches, in id order, with its `entered_at` (`indexed=False`:
+    never through `token_keys`)."""
+    for page in _pages(conn, found, indexed):
         for row in page:
             if found.context is None or (
                 isinstance(row[2], dict) and context_holds(row[2], found.context)

@@ -15,9 +15,18 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, delete, func, insert, select
 
 from stateous.control.store.rows import IN_MOST, insert_rows
-from stateous.control.store.tables import TOKEN_IS_LIVE_TOP, search_keys, token_keys, tokens
+from stateous.control.store.tables import (
+    TOKEN_IS_LIVE_TOP,
+    search_keys,
+    token_keys,
+    tokens,
+    workflow_versions,
+)
 from stateous.model.canonical import canonical_json
+from stateous.model.selection import Filter
 
+#: The statuses of live tokens, the ones a key's fill indexes.
+LIVE = frozenset({"active", "paused"})
 #: The widest value text the column holds.
 VALUE_MOST = 256
 _COLUMNS = ("key", "value", "token")
@@ -89,6 +98,26 @@ def top_rows(conn: Connection, ids: Collection[str]) -> list[tuple[str, str | No
     return found
 
 
+def index_conditions(conn: Connection, found: Filter) -> list[ColumnElement[bool]] | None:
+    """The conditions that select a bulk filter's `context` through `token_keys`, or None
+    when the index may miss a match, so the filter scans (spec 95 §1): every key must be
+    filled for every structure the filter may select, and only live tokens wanted (the fill
+    of a key added later indexes only the live tokens)."""
+    if not found.context or found.status is None or not set(found.status) <= LIVE:
+        return None
+    texts = {key: key_text(value) for key, value in found.context.items()}
+    if any(text is None for text in texts.values()):
+        return None
+    structures = found.structure
+    if structures is None:
+        query = select(workflow_versions.c.structure).distinct()
+        structures = tuple(row[0] for row in conn.execute(query))
+    done = filled(conn)
+    if not all((s, key) in done for s in structures for key in texts):
+        return None
+    return holds_all({key: text for key, text in texts.items() if text is not None})
+
+
 # --- which keys are filled -------------------------------------------------------------------
 
 
@@ -96,6 +125,13 @@ def filled(conn: Connection) -> set[tuple[str, str]]:
     """(structure, key) of every search key whose tokens are all indexed."""
     query = select(search_keys.c.structure, search_keys.c.key)
     return {(row[0], row[1]) for row in conn.execute(query)}
+
+
+def forget_unsearched(conn: Connection, structure: str, keys: Collection[str]) -> None:
+    """Forget the filled keys of `structure` that its graph no longer searches by: its new
+    tokens get no row of them, so the bulk filter must scan for them."""
+    query = delete(search_keys).where(search_keys.c.structure == structure)
+    conn.execute(query.where(search_keys.c.key.not_in(list(keys))) if keys else query)
 
 
 def mark_filled(conn: Connection, structure: str, key: str, at: datetime) -> None:

@@ -7,7 +7,7 @@ through `Connection.execute`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Select, String, bindparam, func, insert, select, update
@@ -17,6 +17,7 @@ from stateous.control.store.direct import execute as run
 from stateous.control.store.records import TokenRecord
 from stateous.control.store.rows import IN_MOST, insert_rows
 from stateous.control.store.tables import tokens
+from stateous.control.store.token_keys import holds_all
 
 # Hot statements are built once: SQLAlchemy then only binds parameters.
 _GET_TOKEN = select(tokens).where(tokens.c.token == bindparam("t"))
@@ -99,16 +100,25 @@ def listing_columns(
     parent: str | None,
     limit: int,
     structure: str | None = None,
+    **more: Any,
 ) -> Sequence[Sequence[Any]]:
     """The listing's tokens as rows of WIRE_COLUMNS: no record is built for each of the
-    thousand rows a listing may answer."""
-    return conn.execute(listing_query(status, parent, limit, structure)).all()
+    thousand rows a listing may answer. `more`: `listing_query`'s keywords."""
+    return conn.execute(listing_query(status, parent, limit, structure, **more)).all()
 
 
 def listing_query(
-    status: str | None, parent: str | None, limit: int, structure: str | None = None
+    status: str | None,
+    parent: str | None,
+    limit: int,
+    structure: str | None = None,
+    *,
+    state: str | None = None,
+    prefix: str | None = None,
+    context: Mapping[str, str] | None = None,
 ) -> Select[Any]:
-    """The listing's query: a walk of `tokens_moved` (or `tokens_status`), in their order."""
+    """The listing's query: a walk of `tokens_moved` (or `tokens_status`), in their order.
+    `context`: each key's JSON text must be in `token_keys` for the token (spec 95 §1)."""
     query = select(*WIRE_COLUMNS)
     if status is not None:
         query = query.where(tokens.c.status == status)
@@ -116,6 +126,12 @@ def listing_query(
         query = query.where(tokens.c.parent == parent)
     if structure is not None:
         query = query.where(tokens.c.structure == structure)
+    if state is not None:
+        query = query.where(tokens.c.state == state)
+    if prefix is not None:
+        query = query.where(tokens.c.token.startswith(prefix, autoescape=True))
+    if context:
+        query = query.where(*holds_all(context))
     return query.order_by(tokens.c.entered_at.desc(), tokens.c.token.asc()).limit(limit)
 
 
