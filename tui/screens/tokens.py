@@ -13,15 +13,19 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Input, Static
 
+from stateous.client import Refused
+from stateous.client.search import shown_pairs
 from stateous.model.bulk_statuses import acting_filter, why_text
 from stateous.model.history import display_state
 from stateous.model.versions import short
+from stateous.tui.api import refusal_line
 from stateous.tui.format import STATUSES, duration, parse_time, status_text
 from stateous.tui.schema import state_key
 from stateous.tui.screens.bulk import BulkConfirmScreen
 from stateous.tui.screens.migrate import WRAPS, selection_refusals
 from stateous.tui.screens.repair import REPAIR_BINDINGS, RepairScreen
 from stateous.tui.screens.steering import STEERING_BINDINGS, SteeringScreen
+from stateous.tui.search import Search, parse_search
 from stateous.tui.versions import (
     live_versions,
     token_version,
@@ -116,6 +120,9 @@ class TokensScreen(PollingScreen, RepairScreen):
         self.status_filter: str | None = None
         self.state_filter: str | None = None
         self.prefix = ""
+        self.search = Search()
+        """What `/` holds: the id prefix, and the context keys that find tokens (spec 95 §1)."""
+        self._search_refused: tuple[tuple[str, ...], str | None] | None = None
         self.hide_children = False
         self.selection: dict[str, Any] | None = None
         """With `*` (spec 80 §2): the filter whose every token `p` `r` `c` `f` `R` act on."""
@@ -132,7 +139,10 @@ class TokensScreen(PollingScreen, RepairScreen):
         yield StatusBar()
         yield Banner()
         yield Static("", classes="filters", id="filters")
-        yield Input(placeholder="id prefix; enter opens an exact id", id="search")
+        yield Input(
+            placeholder="id prefix, or key=value ... to find by context; enter opens an exact id",
+            id="search",
+        )
         with Horizontal(classes="main-row"):
             yield StatesPanel(id="states")
             yield TokenList(COLUMNS, id="tokens")
@@ -160,17 +170,44 @@ class TokensScreen(PollingScreen, RepairScreen):
     # ------------------------------------------------------------------ data
 
     async def fetch(self) -> None:
-        """`GET /tokens` with the status filter; the rest of the filters apply here."""
+        """`GET /tokens` with the status filter and the context keys searched; the state and id
+        filters apply here."""
         plane = self.console.plane
-        listing = await self.console.call(plane.tokens(status=self.status_filter, limit=LIMIT))
-        if listing is None:
-            return
+        context = self.search.context
+        if context:
+            listing = await self.console.call(self._found(context))
+        else:
+            listing = await self.console.call(plane.tokens(status=self.status_filter, limit=LIMIT))
+        if listing is None or context != self.search.context:
+            return  # no answer, or one to a search typed over since
         self.listing = listing
         self.tokens = {str(t.get("token")): t for t in listing}
         if len(self._fixed) > 4 * LIMIT:
             self._fixed.clear()  # rows of tokens long gone
         self.render_rows()
         self.loaded = True
+
+    async def _found(self, context: dict[str, Any]) -> list[Any]:
+        """The tokens whose context holds every key searched (`GET /tokens?context.KEY=JSON`);
+        a refusal (a key not searchable, or one still being filled) shows in the error line
+        once for these keys, and finds nothing."""
+        plane = self.console.plane
+        try:
+            found = await plane.tokens(status=self.status_filter, limit=LIMIT, context=context)
+        except Refused as exc:
+            # Keyed by the keys, not the values: typing a value is not asked about again.
+            refusal = (tuple(sorted(context)), exc.code)
+            if self._search_refused != refusal:
+                self._search_refused = refusal
+                self.notify(refusal_line(exc), title="refused", severity="error", timeout=8)
+            return []
+        self._search_refused = None
+        return found
+
+    @property
+    def search_text(self) -> str:
+        """The context keys searched, as typed back: `customer=acme order_id=4711`."""
+        return shown_pairs(self.search.context)
 
     def render_rows(self) -> None:
         """Show the listing (the list draws only the rows on screen)."""
@@ -228,8 +265,14 @@ class TokensScreen(PollingScreen, RepairScreen):
             f"id: {self.prefix + '*' if self.prefix else 'any'} (/)",
             f"children: {'hidden' if self.hide_children else 'shown'} (h)",
         ]
+        if self.search.context:
+            refused = " (refused)" if self._search_refused else ""
+            parts.insert(3, f"context: {self.search_text}{refused}")
+        elif self.search.problem:
+            parts.insert(3, f"context: {self.search.problem}")
         if shown is not None:
-            parts.append(f"{shown} of the {len(self.listing)} most recently moved")
+            found = "found" if self.search.context else "most recently moved"
+            parts.append(f"{shown} of the {len(self.listing)} {found}")
         if self.selection is not None:
             parts.append(f"selected: every token where {selection_text(self.selection)} (*)")
         text = " · ".join(parts)
@@ -289,20 +332,34 @@ class TokensScreen(PollingScreen, RepairScreen):
         self.render_rows()
 
     def action_search(self) -> None:
-        """Filter by id prefix."""
+        """Filter by id prefix, or find tokens by context keys (`customer=acme`)."""
         search = self.query_one("#search", Input)
         search.add_class("-shown")
         search.focus()
 
     @on(Input.Changed, "#search")
     def _prefix_changed(self, changed: Input.Changed) -> None:
-        self.prefix = changed.value
+        self.set_search(parse_search(changed.value))
+
+    def set_search(self, search: Search) -> None:
+        """Filter by `search`'s prefix at once; ask the control plane again when the context
+        keys searched changed."""
+        asked = search.context != self.search.context
+        self.search = search
+        self.prefix = search.prefix
+        if not search.context:
+            self._search_refused = None  # a search typed again is answered again
+        if asked:
+            self.listing, self.tokens = [], {}
+            self.refresh_now()
         self.render_rows()
 
     @on(Input.Submitted, "#search")
     def _prefix_submitted(self, submitted: Input.Submitted) -> None:
         # Enter opens an exact id (also one older than the listing reaches) or the only match.
         value = submitted.value
+        if self.search.context or self.search.problem:
+            value = ""  # a search by context opens only its one match
         if value and (value in self._keys or value not in self.tokens):
             self.open_token(value)
         elif len(self._keys) == 1:
@@ -316,7 +373,7 @@ class TokensScreen(PollingScreen, RepairScreen):
         search = self.query_one("#search", Input)
         search.value = ""
         search.remove_class("-shown")
-        self.prefix = ""
+        self.set_search(Search())
         self.state_filter = None
         self.render_rows()
         self.query_one("#tokens", TokenList).focus()
@@ -324,7 +381,8 @@ class TokensScreen(PollingScreen, RepairScreen):
     # ------------------------------------------------------------------ bulk (spec 80 §2)
 
     def current_filter(self) -> dict[str, Any]:
-        """The bulk filter of the filters shown: status, state, id prefix (top tokens only)."""
+        """The bulk filter of the filters shown: status, state, id prefix, context keys (top tokens
+        only)."""
         found: dict[str, Any] = {}
         if self.status_filter is not None:
             found["status"] = [self.status_filter]
@@ -332,6 +390,8 @@ class TokensScreen(PollingScreen, RepairScreen):
             found["state"] = [self.state_filter]
         if self.prefix:
             found["prefix"] = self.prefix
+        if self.search.context:
+            found["context"] = dict(self.search.context)
         return found
 
     def action_select_all(self) -> None:
@@ -475,7 +535,11 @@ class TokensScreen(PollingScreen, RepairScreen):
                 "Show all tokens", "Clear the status filter (0)", lambda: self.action_status(None)
             )
         )
-        commands.append(SystemCommand("Search tokens by id", "Id prefix (/)", self.action_search))
+        commands.append(
+            SystemCommand(
+                "Search tokens by id or context", "Id prefix, or key=value (/)", self.action_search
+            )
+        )
         commands.append(SystemCommand("Hide or show children", "(h)", self.action_children))
         commands.extend(steering_commands(self))
         return commands
@@ -489,7 +553,8 @@ def acting(action: str, selection: dict[str, Any]) -> tuple[dict[str, Any], str]
 
 
 def selection_text(selection: dict[str, Any]) -> str:
-    """`status active, state draft, id T-*`, or `any` for the empty filter."""
+    """`status active, state draft, id T-*, context customer=acme`, or `any` for the empty
+    filter."""
     parts = []
     if selection.get("status"):
         parts.append("status " + ", ".join(selection["status"]))
@@ -497,6 +562,8 @@ def selection_text(selection: dict[str, Any]) -> str:
         parts.append("state " + ", ".join(selection["state"]))
     if selection.get("prefix"):
         parts.append(f"id {selection['prefix']}*")
+    if selection.get("context"):
+        parts.append(f"context {shown_pairs(selection['context'])}")
     return ", ".join(parts) or "any (all top tokens)"
 
 
