@@ -11,9 +11,13 @@ import pytest
 from stateous.control.clock import FakeClock
 from stateous.control.engine.migrate import migrate
 from stateous.control.engine.move import move
+from stateous.control.engine.report import Outcome
+from stateous.control.engine.retry import retry
+from stateous.control.engine.search import settle_keys
 from stateous.control.engine.start_many import StartArgs, start_many
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.engine.versions import Versions
+from stateous.control.store import token_keys
 from stateous.control.store.db import Store
 from stateous.control.store.token_keys import key_text
 from stateous.control.store.versions import record_version, version_rows
@@ -137,3 +141,37 @@ def test_a_long_value_is_not_indexed_and_a_whole_float_is_its_integer() -> None:
     assert key_text("x" * 254) == '"' + "x" * 254 + '"'
     assert key_text("x" * 255) is None
     assert (key_text(3.0), key_text(2.5), key_text(True)) == ("3", "2.5", "true")
+
+
+def test_a_token_failed_before_its_key_was_added_is_indexed_when_retried(
+    store: Store, clock: FakeClock
+) -> None:
+    plain = load_graph(graph_text(searched()))
+    engine = engine_of(store, clock, plain)
+    engine.start("X-1", {"title": "t", "customer": "globex"})
+    grant = engine.claim("box", ["draft"])
+    assert grant is not None
+    engine.report(grant["task"], Outcome("failed", error="down", supervisor="box"))
+    assert keys(engine) == []
+    engine.config.versions.make_current(load_graph(graph_text(searched("customer"))))
+    with store.begin() as conn:
+        retry(conn, clock, engine.config, "X-1")
+    assert keys(engine) == [("X-1", "customer", '"globex"')]
+
+
+def test_serving_a_graph_marks_the_keys_with_nothing_to_fill_and_forgets_dropped_ones(
+    store: Store, clock: FakeClock
+) -> None:
+    both = load_graph(graph_text(searched("amount", "customer")))
+    one = load_graph(graph_text(searched("customer")))
+    assert both.structure == one.structure  # search keys are not in the structure
+    with store.begin() as conn:
+        settle_keys(conn, both, T0)
+        assert token_keys.filled(conn) == {(both.structure, "amount"), (both.structure, "customer")}
+        settle_keys(conn, one, T0)
+        assert token_keys.filled(conn) == {(both.structure, "customer")}
+    engine = engine_of(store, clock, one)
+    engine.start("S-1", {"title": "t"})
+    with store.begin() as conn:
+        settle_keys(conn, both, T0)  # a live token: `amount` is left to the filler
+        assert token_keys.filled(conn) == {(both.structure, "customer")}
