@@ -8,13 +8,13 @@ last state), and a failed token that was retried and failed again ended at the s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Table, delete, func, literal_column, select
 
-from stateous.control.store import tables
 from stateous.control.store.audit import insert_acts
 from stateous.control.store.ledger import insert_ledger
 from stateous.control.store.records import TokenRecord
@@ -27,7 +27,9 @@ from stateous.control.store.tables import (
     tasks,
     timers,
     tokens,
+    workflow_versions,
 )
+from stateous.control.store.token_keys import delete_keys, insert_keys, rows_of
 
 #: The statuses of an ended token.
 ENDED = ("completed", "failed", "cancelled")
@@ -87,9 +89,7 @@ def delete_family(conn: Connection, ids: Sequence[str]) -> None:
         conn.execute(delete(claims).where(claims.c.task_id.in_(task_ids)))
     for table in (tasks, timers, memory, audit, ledger):
         _delete_by_token(conn, table, ids)
-    token_keys: Table | None = getattr(tables, "token_keys", None)  # migration 0012
-    if token_keys is not None:
-        _delete_by_token(conn, token_keys, ids)
+    delete_keys(conn, ids)
     _delete_by_token(conn, tokens, ids)
 
 
@@ -113,3 +113,23 @@ def insert_family(
     conn.execute(tokens.insert(), values)
     insert_ledger(conn, rows)
     insert_acts(conn, rows)  # the same audit index the engine writes
+    for record in records:
+        if record.parent is None:  # only top tokens are searched (spec 95 §1)
+            keys = search_keys_of(conn, record.structure)
+            insert_keys(conn, rows_of(record.token, record.context, keys))
+
+
+def search_keys_of(conn: Connection, structure: str | None) -> list[str]:
+    """The search keys of the newest graph on record of a structure (none when the database
+    never served it: an archive opened in a database of its own)."""
+    if structure is None:
+        return []
+    v = workflow_versions.c
+    query = select(v.graph).where(v.structure == structure).order_by(v.first_served_at.desc())
+    text = conn.execute(query.limit(1)).scalar()
+    try:
+        doc = json.loads(text) if text is not None else {}
+    except ValueError:
+        return []
+    keys = doc.get("search", []) if isinstance(doc, dict) else []
+    return [key for key in keys if isinstance(key, str)]

@@ -10,9 +10,10 @@ import pytest
 from sqlalchemy import func, select
 
 from stateous.control.clock import FakeClock, iso
+from stateous.control.engine import retention
 from stateous.control.store import tables
 from tests.support.app import RunningApi, running_api
-from tests.support.graphs import DEV
+from tests.support.graphs import DEV, variant
 
 REPO = {"repo": "acme/api"}
 
@@ -179,3 +180,23 @@ def test_prune_refusals(http: httpx.Client) -> None:
     ]  # fmt: skip
     for body, sentence in cases:
         assert refused(http.post("/prune", json=body)) == (422, "invalid_body", sentence), body
+
+
+def test_search_keys_go_with_a_prune_and_come_back_with_an_import(migrated_db_url: str) -> None:
+    doc = variant(DEV)
+    doc["search"] = ["repo"]
+    served = running_api(migrated_db_url, doc, migrate_first=False)
+    with served as api, httpx.Client(base_url=api.url, timeout=30) as http:
+        cancelled(http, "T", children=True)
+        keys = count(api, tables.token_keys, tables.token_keys.c.token, "T%")
+        assert keys == 1  # the top token's `repo`; children are not searched
+        page = export(http, "2999-01-01T00:00:00Z")
+        body = {"tokens": ["T"], "ended_before": "2999-01-01T00:00:00Z"}
+        assert ok(http.post("/prune", json=body)) == {"pruned": 1, "skipped": {}}
+        assert count(api, tables.token_keys, tables.token_keys.c.token, "T%") == 0
+        family = retention.family_of_entry(page["tokens"][0])
+        with api.plane.store.begin() as conn:
+            assert retention.import_family(conn, family)
+            assert not retention.import_family(conn, family)
+        assert count(api, tables.token_keys, tables.token_keys.c.token, "T%") == 1
+        assert as_read(http, "T") == page["tokens"][0]
