@@ -38,6 +38,7 @@ class _Fill:
     total: int
     done: int = 0
     after: str | None = None
+    filled: bool = False
 
 
 @dataclass
@@ -75,22 +76,25 @@ class SearchFiller:
             fill = self._fills[0]
             with self.plane.store.begin() as conn:
                 handled = self._batch(conn, fill)
+            fill.done = min(fill.total, fill.done + handled)
+            self.plane.config.filling[(fill.structure, fill.key)] = (fill.done, fill.total)
+            if fill.filled:
+                self._fills.pop(0)
+                self.plane.config.filling.pop((fill.structure, fill.key), None)
+                log.info("search key %r filled for %d live tokens", fill.key, fill.done)
             if handled:
-                fill.done = min(fill.total, fill.done + handled)
-                self.plane.config.filling[(fill.structure, fill.key)] = (fill.done, fill.total)
                 return handled
-            self._fills.pop(0)
-            self.plane.config.filling.pop((fill.structure, fill.key), None)
-            log.info("search key %r filled for %d live tokens", fill.key, fill.done)
         return 0
 
     def _batch(self, conn: Connection, fill: _Fill) -> int:
-        """Write the rows of the next tokens of `fill` (0 and the key's row when none is left)."""
+        """Write the rows of the next tokens of `fill`; the key's row with the last batch."""
         next_ids = [
             t for t, _ in token_keys.live_top_after(conn, fill.structure, fill.after, self.batch)
         ]
-        if not next_ids:
+        if len(next_ids) < self.batch:
             token_keys.mark_filled(conn, fill.structure, fill.key, self.plane.clock.now())
+            fill.filled = True
+        if not next_ids:
             return 0
         if dialect_of(conn).locks:
             lock_families(conn, next_ids)
