@@ -1,17 +1,30 @@
-"""`stateous serve GRAPH [--db URL] [--listen HOST:PORT] [--supervise FOLDER] [--replica]`
-(spec 20 §2, spec 85 §1)."""
+"""`stateous serve GRAPH [--db URL] [--listen HOST:PORT] [--supervise FOLDER] [--replica]
+[--retain DURATION]` (spec 20 §2, spec 85 §1, spec 95 §2)."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 import click
 
 from stateous.control.settings import DEFAULT_DB_URL, DEFAULT_LISTEN, Settings
 from stateous.event_loop import loop_factory
+from stateous.model.durations import DurationError, parse_duration
+
+
+def _retain(_ctx: click.Context, _param: click.Parameter, text: str | None) -> timedelta | None:
+    """`--retain DURATION` as a timedelta; a bad one is a usage error (exit 2)."""
+    if text is None:
+        return None
+    try:
+        return timedelta(seconds=parse_duration(text))
+    except DurationError as exc:
+        raise click.BadParameter(exc.message) from None
 
 
 @click.command("serve")
@@ -43,6 +56,14 @@ from stateous.event_loop import loop_factory
     help="Serve beside the control plane that holds this Postgres database: every route, "
     "and its clock only once that one ends (see docs/scaling.md).",
 )
+@click.option(
+    "--retain",
+    metavar="DURATION",
+    callback=_retain,
+    default=None,
+    help="Prune, in the background, ended tokens that ended longer ago than DURATION "
+    "(e.g. 90d, 12h), with no export (see docs/operations.md).",
+)
 def serve_command(
     graph: Path,
     db_url: str,
@@ -50,6 +71,7 @@ def serve_command(
     supervise: Path | None,
     auth_token_file: Path | None,
     replica: bool,
+    retain: timedelta | None,
 ) -> None:
     """Run the control plane: the HTTP API and the clock, over one database.
 
@@ -71,8 +93,10 @@ def serve_command(
             auth_token=token,
             auth_names=tuple(names.items()),
             replica=replica,
+            retain=retain,
         )
     )
+    settings = with_retain_pace(settings)
     extra = None
     if supervise is not None:
         extra = embedded_supervisor(supervise)
@@ -85,3 +109,16 @@ def embedded_supervisor(folder: Path) -> Callable[[str], Awaitable[int]]:
     from stateous.supervisor.loop import embedded
 
     return embedded(folder)
+
+
+def with_retain_pace(settings: Settings) -> Settings:
+    """`settings` with the pace of `--retain` from the `STATEOUS_RETAIN_*` variables."""
+    from stateous.model.environment import environment
+
+    env = environment()
+    return replace(
+        settings,
+        retain_rest=env.retain_rest_seconds,
+        retain_idle=env.retain_idle_seconds,
+        retain_log_every=env.retain_log_seconds,
+    )

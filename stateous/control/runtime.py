@@ -30,6 +30,7 @@ from stateous.control.listener import Listener, close_quietly
 from stateous.control.plane import Plane
 from stateous.control.presence import Presence
 from stateous.control.replica import open_replica
+from stateous.control.retention_runner import RetentionRunner
 from stateous.control.search_filler import SearchFiller
 from stateous.control.served import (
     follow_current,
@@ -214,6 +215,18 @@ class ControlPlane:
         if await self._until_holding():
             await SearchFiller(self.plane).run(self.stop_event)
 
+    async def retention(self) -> None:
+        """`--retain`: the holder prunes ended tokens older than it (spec 95 §2); a replica
+        once it holds."""
+        retain = self.settings.retain
+        if retain is not None and await self._until_holding():
+            s = self.settings
+            runner = RetentionRunner(
+                self.plane, retain, rest=s.retain_rest, idle=s.retain_idle,
+                log_every=s.retain_log_every,
+            )  # fmt: skip
+            await runner.run(self.stop_event)
+
     def take_over(self) -> None:
         """Another control plane took the database (the clock logged it): refuse requests, stop."""
         self.lost = True
@@ -234,6 +247,7 @@ class ControlPlane:
         clock_task = asyncio.create_task(self.clock())
         bulk_task = asyncio.create_task(self.bulk_jobs())
         search_task = asyncio.create_task(self.search_keys())
+        retention_task = asyncio.create_task(self.retention())
         presence_task = asyncio.create_task(self.presence.run(self.stop_event))
         checkpoint_task = asyncio.create_task(
             checkpoints.run_checkpoints(self.plane.store, self.stop_event)
@@ -246,6 +260,7 @@ class ControlPlane:
         await clock_task
         await bulk_task
         await search_task
+        await retention_task
         await presence_task
         await checkpoint_task
         await to_thread.run_sync(close_quietly, self.listener)

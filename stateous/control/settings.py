@@ -30,3 +30,10 @@ class Settings:
     auth_names: tuple[tuple[str, str | None], ...] = ()
     #: `--replica` (spec 85 §1): serve beside the holder of a Postgres database.
     replica: bool = False
+    #: `--retain DURATION` (spec 95 §2): prune ended tokens older than this; None: keep all.
+    retain: timedelta | None = None
+    #: The pace of `--retain`: the least rest between batches, the wait when none was due, and
+    #: between two log lines (seconds; the `STATEOUS_RETAIN_*` variables).
+    retain_rest: float = DEFAULTS.retain_rest_seconds
+    retain_idle: float = DEFAULTS.retain_idle_seconds
+    retain_log_every: float = DEFAULTS.retain_log_seconds

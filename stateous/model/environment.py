@@ -91,6 +91,17 @@ class Environment:
     stop_wait_seconds: float = _seconds(
         5.0, meaning="`serve`: how long requests in progress may finish at a graceful stop."
     )
+    retain_rest_seconds: float = _seconds(
+        0.05,
+        meaning="`serve --retain`: the least rest between two batches of its prune (it rests "
+        "at least as long as the batch took).",
+    )
+    retain_idle_seconds: float = _seconds(
+        60.0, meaning="`serve --retain`: between two looks for tokens to prune when none was due."
+    )
+    retain_log_seconds: float = _seconds(
+        3600.0, meaning="`serve --retain`: between two log lines of what it pruned."
+    )
     supervisor_stale_seconds: float = _seconds(
         30.0, meaning="`serve`: a supervisor silent for this long is `stale` (spec 80 §5)."
     )

@@ -62,6 +62,17 @@ def prune(
     """`POST /prune`: delete each listed token that is an ended top token ended before
     `before`, with its family's rows, each in a savepoint of its own. Answers `{"pruned",
     "skipped": {code: n}}`. No ledger row is left to carry `by`: it goes to the log."""
+    pruned, skipped = prune_quietly(conn, ids, before)
+    if pruned:
+        log.info("retention: pruned %d tokens ended before %s%s", pruned, iso(before), _by_text(by))
+    return {"pruned": pruned, "skipped": dict(sorted(skipped.items()))}
+
+
+def prune_quietly(
+    conn: Connection, ids: Sequence[str], before: datetime
+) -> tuple[int, Counter[str]]:
+    """`prune` without its log line (`serve --retain` logs once an hour): the tokens pruned
+    and the skipped ones by code."""
     skipped: Counter[str] = Counter()
     pruned = 0
     for token_id in ids:
@@ -70,9 +81,7 @@ def prune(
             pruned += 1
         else:
             skipped[code] += 1
-    if pruned:
-        log.info("retention: pruned %d tokens ended before %s%s", pruned, iso(before), _by_text(by))
-    return {"pruned": pruned, "skipped": dict(sorted(skipped.items()))}
+    return pruned, skipped
 
 
 def _by_text(by: dict[str, Any] | None) -> str:
