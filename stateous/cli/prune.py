@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import click
 
@@ -73,14 +73,32 @@ def append_durably(path: Path, data: bytes) -> None:
 
 
 def _append(path: Path, data: bytes) -> None:
-    with path.open("ab") as raw:
+    with path.open("a+b") as raw:
         if path.name.endswith(".gz"):
             with gzip.GzipFile(fileobj=raw, mode="ab") as packed:
                 packed.write(data)
         else:
+            _cut_torn_line(raw)
             raw.write(data)
         raw.flush()
         os.fsync(raw.fileno())
+
+
+def _cut_torn_line(raw: IO[bytes]) -> None:
+    """Cut off a last line without its newline: a crash while it was written, so before its
+    tokens were pruned (the next page exports them again). Appended to, it would spoil the
+    line after it, and `import` would refuse the file."""
+    size = end = raw.seek(0, os.SEEK_END)
+    while end > 0:
+        start = max(0, end - 65536)
+        raw.seek(start)
+        newline = raw.read(end - start).rfind(b"\n")
+        if newline >= 0:
+            if start + newline + 1 < size:
+                raw.truncate(start + newline + 1)
+            return
+        end = start
+    raw.truncate(0)  # its only line is torn
 
 
 def pages(client: Client, ended_before: str) -> Iterator[list[dict[str, Any]]]:
