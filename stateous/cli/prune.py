@@ -8,6 +8,7 @@ import gzip
 import json
 import os
 import sys
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -72,9 +73,18 @@ def append_durably(path: Path, data: bytes) -> None:
         ) from None
 
 
+#: The gzip files whose torn last member this process has cut (once a run: a member can only
+#: be torn by a crash of an earlier run, and reading the whole file for each page would cost
+#: as much as the export again).
+_CHECKED: set[Path] = set()
+
+
 def _append(path: Path, data: bytes) -> None:
     with path.open("a+b") as raw:
         if path.name.endswith(".gz"):
+            if path.resolve() not in _CHECKED:
+                _cut_torn_member(raw)
+                _CHECKED.add(path.resolve())
             with gzip.GzipFile(fileobj=raw, mode="ab") as packed:
                 packed.write(data)
         else:
@@ -82,6 +92,40 @@ def _append(path: Path, data: bytes) -> None:
             raw.write(data)
         raw.flush()
         os.fsync(raw.fileno())
+
+
+def _cut_torn_member(raw: IO[bytes]) -> None:
+    """Cut off a last gzip member that a crash left unfinished (so before its tokens were
+    pruned). Appended to, it would end `import`'s reading there, and every page after it, pruned
+    already, would be lost to it."""
+    complete = complete_gzip_length(raw)
+    if complete < raw.seek(0, os.SEEK_END):
+        raw.truncate(complete)
+
+
+def complete_gzip_length(raw: IO[bytes]) -> int:
+    """How many bytes from the start of `raw` are whole gzip members, read in bounded pieces
+    (an archive may be larger than memory)."""
+    raw.seek(0)
+    whole = consumed = 0
+    pending = b""
+    unpack = zlib.decompressobj(wbits=31)
+    while True:
+        if not pending:
+            pending = raw.read(1 << 16)
+            if not pending:
+                return whole
+        try:
+            unpack.decompress(pending, 1 << 16)
+        except zlib.error:
+            return whole
+        if unpack.eof:
+            consumed += len(pending) - len(unpack.unused_data)
+            whole, pending = consumed, unpack.unused_data
+            unpack = zlib.decompressobj(wbits=31)
+        else:
+            consumed += len(pending) - len(unpack.unconsumed_tail)
+            pending = unpack.unconsumed_tail
 
 
 def _cut_torn_line(raw: IO[bytes]) -> None:
