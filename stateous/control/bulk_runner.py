@@ -10,19 +10,16 @@ half of the database's turns.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
 from dataclasses import dataclass
 from functools import partial
 
 from sqlalchemy import Connection
 
 from stateous.control.engine.bulk import apply_one, finish_if_done
-from stateous.control.errors import NotServing
+from stateous.control.paced import Pace, run_paced
 from stateous.control.plane import Plane
 from stateous.control.store import bulk as store
-from stateous.control.ticker import one_line
 
 log = logging.getLogger("stateous.bulk")
 
@@ -73,18 +70,8 @@ class BulkRunner:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Apply jobs until `stop` is set or this control plane stops serving."""
-        while not stop.is_set():
-            started = time.monotonic()
-            try:
-                handled = await asyncio.to_thread(self.step)
-            except NotServing:
-                return
-            except Exception as exc:  # the database is busy or gone: try again later
-                log.error("a bulk job's batch failed (%s); trying again", one_line(exc))
-                handled = 0
-            wait = self.idle if not handled else max(self.rest, time.monotonic() - started)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=wait)
+        pace = Pace(self.rest, self.idle, self.idle, "a bulk job's batch failed")
+        await run_paced(self.step, stop, pace)
 
 
 def _apply(plane: Plane, job: store.Job, token: str, conn: Connection) -> str | None:

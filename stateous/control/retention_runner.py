@@ -16,7 +16,6 @@ a time to the second (`2026-09-01T14:05:09Z`): a cut of hours means nothing as a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -24,10 +23,9 @@ from datetime import datetime, timedelta
 
 from stateous.control.clock import iso
 from stateous.control.engine.retention import prune_quietly
-from stateous.control.errors import NotServing
+from stateous.control.paced import Pace, run_paced
 from stateous.control.plane import Plane
 from stateous.control.store.retention import ended_tops
-from stateous.control.ticker import one_line
 
 log = logging.getLogger("stateous.retention")
 
@@ -96,14 +94,5 @@ class RetentionRunner:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Prune until `stop` is set or this control plane stops serving."""
-        while not stop.is_set():
-            try:
-                handled, took = await asyncio.to_thread(self.step)
-            except NotServing:
-                return
-            except Exception as exc:  # the database is busy or gone: try again later
-                log.error("a retention batch failed (%s); trying again", one_line(exc))
-                handled, took = 1, self.rest
-            wait = self.idle if not handled else max(self.rest, took)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=wait)
+        pace = Pace(self.rest, self.idle, self.rest, "a retention batch failed")
+        await run_paced(lambda: self.step()[0], stop, pace)

@@ -11,7 +11,6 @@ written by a transaction that committed before it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass, field
 from functools import partial
@@ -19,12 +18,11 @@ from functools import partial
 from sqlalchemy import Connection
 
 from stateous.control.engine.search import search_of
-from stateous.control.errors import NotServing
+from stateous.control.paced import Pace, run_paced
 from stateous.control.plane import Plane
 from stateous.control.store import token_keys
 from stateous.control.store.dialect import dialect_of
 from stateous.control.store.locks import lock_families
-from stateous.control.ticker import one_line
 
 log = logging.getLogger("stateous.search")
 
@@ -118,16 +116,9 @@ class SearchFiller:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Fill until every key is filled, `stop` is set or this control plane stops serving."""
-        while not stop.is_set():
-            try:
-                handled = await asyncio.to_thread(self.step)
-            except NotServing:
-                return
-            except Exception as exc:  # the database is busy or gone: try again later
-                log.error("filling a search key failed (%s); trying again", one_line(exc))
-                self._fills = None
-                handled = 1
-            if not handled:
-                return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=self.rest)
+        pace = Pace(self.rest, None, self.rest, "filling a search key failed", False)
+        await run_paced(self.step, stop, pace, on_failure=self._forget_fills)
+
+    def _forget_fills(self) -> None:
+        """After a failed step, read what is left to fill again."""
+        self._fills = None
