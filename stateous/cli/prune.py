@@ -17,6 +17,7 @@ from typing import IO, Any
 
 import click
 
+from stateous.cli.ask import ask_yes
 from stateous.cli.params import IsoTime
 from stateous.cli.token import control_plane, url_option, wrong_shape
 from stateous.client import Client
@@ -243,19 +244,11 @@ def summary(tally: Tally, export: Path | None) -> str:
 def _confirmed(total: int) -> bool:
     """The operator's yes to a prune without an export, asked on the terminal."""
     noun = "token" if total == 1 else "tokens"
-    if not sys.stdin.isatty():
-        raise StateousError(
-            f"pruning {total:,} {noun} without --export needs a yes, and there is no terminal "
-            "to ask in; add --yes",
-            code="not_confirmed",
-        )
-    answer = click.prompt(
-        f"prune {total:,} {noun} and their history for good? [y/N]",
-        default="",
-        show_default=False,
-        prompt_suffix=" ",
+    return ask_yes(
+        f"prune {total:,} {noun} and their history for good?",
+        f"pruning {total:,} {noun} without --export needs a yes, and there is no terminal to "
+        "ask in; add --yes",
     )
-    return str(answer).strip().lower() in ("y", "yes")
 
 
 @click.command("prune")

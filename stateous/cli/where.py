@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from stateous.cli.ask import ask_yes
 from stateous.cli.params import IsoTime
 from stateous.client import Client, Refused
 from stateous.model.bulk_statuses import acting_filter, default_text
@@ -256,16 +257,10 @@ def run_where(
 
 def _confirmed(action: str, matched: int) -> bool:
     noun = "token" if matched == 1 else "tokens"
-    if not sys.stdin.isatty():
-        raise StateousError(
-            f"{action} {matched:,} {noun} needs a yes, and there is no terminal to ask in; "
-            "add --yes",
-            code="not_confirmed",
-        )
-    answer = click.prompt(
-        f"{action} {matched:,} {noun}? [y/N]", default="", show_default=False, prompt_suffix=" "
+    return ask_yes(
+        f"{action} {matched:,} {noun}?",
+        f"{action} {matched:,} {noun} needs a yes, and there is no terminal to ask in; add --yes",
     )
-    return str(answer).strip().lower() in ("y", "yes")
 
 
 def handled(job: dict[str, Any]) -> int:
