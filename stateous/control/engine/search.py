@@ -24,7 +24,7 @@ def search_of(graph: Graph) -> tuple[str, ...]:
 def searching(versions: Versions) -> bool:
     """Whether any version known declares a search key: if none does, a context change
     writes no row and reads nothing more (the hot path of a graph without search keys)."""
-    return any(search_of(graph) for graph in versions.graphs())
+    return versions.searches
 
 
 def searchable(versions: Versions) -> set[str]:

@@ -19,7 +19,6 @@ from stateous.control.store.locks import lock_family, lock_task_family
 from stateous.control.store.records import LedgerRecord, TokenRecord
 from stateous.control.store.writes import write_changes
 from stateous.model.graph import Graph, WorkflowBody
-from stateous.model.validation import ModelValidator, validator_for
 
 
 class EngineConfig:
@@ -52,10 +51,6 @@ class EngineConfig:
     def body_of(self, token: TokenRecord) -> WorkflowBody:
         """The body a token runs on: its workflow in its own version's graph."""
         return self.body(token.workflow, token.structure)
-
-    def model(self, name: str, structure: str | None = None) -> ModelValidator:
-        """The validator of one model of a structure's graph (None: the current graph)."""
-        return validator_for(self.versions.of(structure).schemas, name)
 
 
 @dataclass

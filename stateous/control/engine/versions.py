@@ -29,6 +29,9 @@ class Versions:
         self._lock = threading.Lock()
         self._by_checksum: dict[str, Graph] = {current.checksum: current}
         self._by_structure: dict[str, Graph] = {current.structure: current}
+        #: Whether any version known declares a search key (spec 95 §1), kept as the versions
+        #: change: every context change asks it.
+        self.searches = bool(current.search)
 
     @property
     def current(self) -> Graph:
@@ -67,6 +70,7 @@ class Versions:
             self._by_checksum.setdefault(graph.checksum, graph)
             self._current = graph
             self._by_structure = {**self._by_structure, graph.structure: graph}
+            self.searches = any(known.search for known in self._by_structure.values())
 
     def reload(self) -> None:
         """Read the versions on record again (nothing without a loader)."""
@@ -85,3 +89,4 @@ class Versions:
                 by_structure.setdefault(row.structure, graph)
             by_structure[self._current.structure] = self._current
             self._by_checksum, self._by_structure = by_checksum, by_structure
+            self.searches = any(known.search for known in by_structure.values())
