@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "stateous_version"
-HEAD = "0012"
+HEAD = "0016"
 
 # The tables of spec 80 §1-2 (audit, bulk jobs), made by 0006.
 BY_0006 = frozenset({"audit", "bulk_jobs", "bulk_matches"})
@@ -31,6 +31,12 @@ BY_0007 = frozenset({"control_planes"})
 BY_0011 = frozenset({"workflow_versions"})
 # The tables of spec 95 §1 (search keys), made by 0012.
 BY_0012 = frozenset({"search_keys", "token_keys"})
+# The tables made by 0013-0016 (spec 95 §3, spec 97).
+BY_0013: frozenset[str] = frozenset()
+BY_0014: frozenset[str] = frozenset()
+BY_0015: frozenset[str] = frozenset()
+BY_0016: frozenset[str] = frozenset()
+LATER = BY_0013 | BY_0014 | BY_0015 | BY_0016
 
 # The tables each revision has, to find a missing or a foreign table; its keys are every
 # revision of the scripts (tests/unit/control/test_migrations.py checks that against Alembic).
@@ -38,15 +44,21 @@ TABLES_AT: dict[str, frozenset[str]] = {
     "0001": frozenset({"control_plane", "ledger", "memory", "tasks", "timers", "tokens"}),
     "0002": frozenset({"claims", "control_plane", "ledger", "memory", "tasks", "timers", "tokens"}),
     "0003": frozenset({"claims", "control_plane", "ledger", "memory", "tasks", "timers", "tokens"}),
-    "0004": frozenset(set(TABLE_NAMES) - BY_0012 - BY_0011 - BY_0007 - BY_0006 - {"claim_grants"}),
-    "0005": frozenset(set(TABLE_NAMES) - BY_0012 - BY_0011 - BY_0007 - BY_0006),
-    "0006": frozenset(set(TABLE_NAMES) - BY_0012 - BY_0011 - BY_0007),
-    "0007": frozenset(set(TABLE_NAMES) - BY_0012 - BY_0011),
-    "0008": frozenset(set(TABLE_NAMES) - BY_0012 - BY_0011),
-    "0009": frozenset(set(TABLE_NAMES) - BY_0012 - BY_0011),
-    "0010": frozenset(set(TABLE_NAMES) - BY_0012 - BY_0011),
-    "0011": frozenset(set(TABLE_NAMES) - BY_0012),
-    "0012": frozenset(TABLE_NAMES),
+    "0004": frozenset(
+        set(TABLE_NAMES) - LATER - BY_0012 - BY_0011 - BY_0007 - BY_0006 - {"claim_grants"}
+    ),
+    "0005": frozenset(set(TABLE_NAMES) - LATER - BY_0012 - BY_0011 - BY_0007 - BY_0006),
+    "0006": frozenset(set(TABLE_NAMES) - LATER - BY_0012 - BY_0011 - BY_0007),
+    "0007": frozenset(set(TABLE_NAMES) - LATER - BY_0012 - BY_0011),
+    "0008": frozenset(set(TABLE_NAMES) - LATER - BY_0012 - BY_0011),
+    "0009": frozenset(set(TABLE_NAMES) - LATER - BY_0012 - BY_0011),
+    "0010": frozenset(set(TABLE_NAMES) - LATER - BY_0012 - BY_0011),
+    "0011": frozenset(set(TABLE_NAMES) - LATER - BY_0012),
+    "0012": frozenset(set(TABLE_NAMES) - LATER),
+    "0013": frozenset(set(TABLE_NAMES) - BY_0014 - BY_0015 - BY_0016),
+    "0014": frozenset(set(TABLE_NAMES) - BY_0015 - BY_0016),
+    "0015": frozenset(set(TABLE_NAMES) - BY_0016),
+    "0016": frozenset(TABLE_NAMES),
 }
 
 
