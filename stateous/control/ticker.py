@@ -1,8 +1,9 @@
 """The clock of `stateous serve` (spec 30 §3.8, spec 20 §2.5): one tick per interval.
 
 A tick (1) checks and renews this control plane's hold on the database, (2) ends expired
-leases and (3) fires due timers. Steps 2 and 3 are one short read each, then one transaction
-per lease and per timer, so the clock never holds a lock between ticks (nor across items).
+leases, (3) fires due timers and (4) starts the tokens of due schedule slots (spec 97 §1).
+Steps 2-4 are one short read each, then one transaction per lease, per timer and per slot, so
+the clock never holds a lock between ticks (nor across items).
 Ticks never overlap: the next one starts only after the last one ended.
 """
 
@@ -19,6 +20,7 @@ from sqlalchemy import Connection
 
 from stateous.control.clock import Clock
 from stateous.control.engine.lease import expire_lease, expired_leases
+from stateous.control.engine.schedules import MOST_STEPS, due_schedules, run_step
 from stateous.control.engine.timers import due_timers, fire_timer
 from stateous.control.errors import DatabaseBusy, NotServing
 from stateous.control.plane import Plane
@@ -49,6 +51,8 @@ class TickResult:
     failures: int = 0
     lost: bool = False
     skipped: bool = False
+    #: Schedules that did a step (spec 97 §1).
+    schedules: int = 0
 
 
 def one_line(exc: BaseException) -> str:
@@ -106,8 +110,12 @@ class Ticker:
         leases, failed_leases, gave_up = self._each(expired_leases, self._expire)
         if gave_up:
             return TickResult(leases, 0, failed_leases)
-        timers, failed_timers, _ = self._each(due_timers, self._fire)
-        return TickResult(leases, timers, failed_leases + failed_timers)
+        timers, failed_timers, gave_up = self._each(due_timers, self._fire)
+        failed = failed_leases + failed_timers
+        if gave_up:
+            return TickResult(leases, timers, failed)
+        scheduled, failed_schedules, _ = self._each(due_schedules, self._schedule)
+        return TickResult(leases, timers, failed + failed_schedules, schedules=scheduled)
 
     def _follow(self) -> None:
         if self.follow is None:
@@ -122,8 +130,8 @@ class Ticker:
         self.plane.serving = False
         return TickResult(lost=True)
 
-    def _each(
-        self, read: Callable[[Connection, Clock], list[int]], work: Callable[[int], bool]
+    def _each[I](
+        self, read: Callable[[Connection, Clock], list[I]], work: Callable[[I], bool]
     ) -> tuple[int, int, bool]:
         """The one read, then each item in its own transaction.
 
@@ -168,6 +176,24 @@ class Ticker:
         return plane.run(
             "timer", lambda conn: fire_timer(conn, plane.clock, plane.config, timer_id)
         )
+
+    def _schedule(self, name: str) -> bool:
+        """The steps of one due schedule, each its own transaction, until it is not due."""
+        plane = self.plane
+        for _ in range(MOST_STEPS):
+            step = plane.run(
+                "schedule", lambda conn: run_step(conn, plane.clock, plane.config, name)
+            )
+            if step.refused is not None:
+                log.warning(
+                    "the schedule %r did not start the token %r (%s); its slot is skipped",
+                    name,
+                    step.token,
+                    step.refused.message,
+                )
+            if not step.more:
+                break
+        return True
 
     async def run(self, stop: asyncio.Event) -> bool:
         """Tick every interval (the first one interval after start) until `stop` is set.

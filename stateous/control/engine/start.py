@@ -24,6 +24,20 @@ from stateous.model.validation import validator_for
 TOKEN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
+@dataclass
+class _ScheduledTx(Tx):
+    """A start by a schedule (spec 97 §1): the top token's `started` row carries
+    `"schedule": <name>` as its last key."""
+
+    schedule: str = ""
+
+    def write(self, token: str, kind: str, data: dict[str, Any], key: str | None = None) -> None:
+        """Tx.write, the schedule's name added to the top token's `started` row."""
+        if kind == "started" and "parent" not in data:
+            data = {**data, "schedule": self.schedule}
+        super().write(token, kind, data, key)
+
+
 @dataclass(frozen=True)
 class Started:
     """The token after a start, and whether it is new (`201`) or existed (`200`)."""
@@ -78,12 +92,16 @@ def start(
     token_id: Any,
     context: Any,
     by: Mapping[str, Any] | None = None,
+    schedule: str | None = None,
 ) -> Started:
     """Start a token, or answer the existing one unchanged; refusals write nothing.
 
-    With `by` (spec 80 §1), the `started` row carries it as its last key."""
+    With `by` (spec 80 §1), the `started` row carries it as its last key; a start by a
+    `schedule` (spec 97 §1, no `by`) carries the schedule's name instead."""
     check_start_body(token_id, context)
     tx = Tx.open(conn, clock, config)
+    if schedule is not None:
+        tx = _ScheduledTx(tx.raw, tx.now, tx.config, tx.dialect, schedule=schedule)
     acting(tx, token_id, frozenset({"started"}), by)
     # Lock first, so that two starts of one id take turns and the second sees the first.
     tx.lock_id(token_id)

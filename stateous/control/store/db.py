@@ -45,7 +45,7 @@ READ = "stateous_read"
 #: (`memory` names both the read and the write of task memory, so it runs with the writes.)
 READ_CALLS = frozenset(
     {"list", "token", "history", "tasks", "token tasks", "timers", "stats", "metrics", "why",
-     "supervisors", "inbox", "audit", "bulk read", "versions", "export"}
+     "supervisors", "inbox", "audit", "bulk read", "versions", "export", "schedules"}
 )  # fmt: skip
 
 

@@ -34,7 +34,7 @@ BY_0012 = frozenset({"search_keys", "token_keys"})
 # The tables made by 0013-0016 (spec 95 §3, spec 97).
 BY_0013: frozenset[str] = frozenset()
 BY_0014: frozenset[str] = frozenset()
-BY_0015: frozenset[str] = frozenset()
+BY_0015: frozenset[str] = frozenset({"schedules"})
 BY_0016: frozenset[str] = frozenset()
 LATER = BY_0013 | BY_0014 | BY_0015 | BY_0016
 

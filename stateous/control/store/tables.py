@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     DateTime,
     Index,
@@ -325,6 +326,26 @@ search_keys = Table(
     Column("filled_at", DateTime(), nullable=False),
 )
 
+# Spec 97 §1: a schedule and where its clock is: `next_at` the first slot not yet started or
+# skipped (naive UTC), `last_at`/`last_token` the slot last started and its token. `id` is the
+# token id pattern. The clock's step changes `next_at` in the transaction of the slot's start.
+schedules = Table(
+    "schedules",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("cron", String(256), nullable=False),
+    Column("tz", String(64), nullable=False),
+    Column("context", JsonType, nullable=True),
+    Column("id", String(128), nullable=False),
+    Column("catch_up", String(8), nullable=False),
+    Column("paused", Boolean(), nullable=False),
+    Column("next_at", DateTime(), nullable=False),
+    Column("last_at", DateTime(), nullable=True),
+    Column("last_token", String(128), nullable=True),
+    Column("created_at", DateTime(), nullable=False),
+)
+Index("schedules_next_at", schedules.c.next_at)
+
 #: Every table name Stateous uses, for the start-up checks of spec 20 §3.4.
 TABLE_NAMES: tuple[str, ...] = (
     "audit",
@@ -336,6 +357,7 @@ TABLE_NAMES: tuple[str, ...] = (
     "control_planes",
     "ledger",
     "memory",
+    "schedules",
     "search_keys",
     "supervisors",
     "tasks",

@@ -1,0 +1,227 @@
+"""Schedules on the clock (spec 97 §1), on SQLite and Postgres with a fake clock: the token of
+each due slot started once, by `catch_up` after downtime, across daylight-saving changes, by
+two clocks on one database, and the operator's acts with their audit rows."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from stateous.control.clock import FakeClock
+from stateous.control.engine import schedules
+from stateous.control.engine.tx import EngineConfig
+from stateous.control.plane import Plane
+from stateous.control.store.db import Store, make_engine
+from stateous.control.ticker import Ticker
+from tests.unit.control.harness import Engine, refusal
+
+T0 = datetime(2026, 10, 16, 8, 59, 30)
+NINE = datetime(2026, 10, 16, 9, 0)
+TITLE = {"title": "the nightly report"}
+
+
+@pytest.fixture
+def engine(store: Store, clock: FakeClock, orders: EngineConfig) -> Engine:
+    clock.set(T0)
+    return Engine(store, clock, orders)
+
+
+def add(engine: Engine, body: dict[str, Any], by: dict[str, Any] | None = None) -> dict[str, Any]:
+    with engine.store.begin() as conn:
+        return schedules.create(conn, engine.clock, schedules.check_body(body), by)
+
+
+def hourly(catch_up: str = "last", **more: Any) -> dict[str, Any]:
+    return {"name": "hourly", "cron": "0 * * * *", "context": TITLE, "catch_up": catch_up, **more}
+
+
+def shown(engine: Engine, name: str = "hourly") -> dict[str, Any]:
+    with engine.store.begin() as conn:
+        return schedules.get_wire(conn, name)
+
+
+def started(engine: Engine) -> list[str]:
+    """The ids of every token, in the order they started."""
+    rows = engine.query("SELECT token FROM ledger WHERE kind = 'started' ORDER BY at, token")
+    return [str(row[0]) for row in rows]
+
+
+def test_the_slot_s_token_starts_on_the_first_tick_after_it(engine: Engine) -> None:
+    made = add(engine, hourly())
+    assert made == {
+        "name": "hourly", "cron": "0 * * * *", "tz": "UTC", "context": TITLE,
+        "id": "{name}-{at}", "catch_up": "last", "paused": False,
+        "next_at": "2026-10-16T09:00:00Z", "last_at": None, "last_token": None,
+    }  # fmt: skip
+    assert engine.tick(29).schedules == 0  # 08:59:59
+    assert started(engine) == []
+    assert engine.tick(1).schedules == 1  # 09:00:00
+    assert started(engine) == ["hourly-20261016T0900"]
+    kind, data = engine.rows("hourly-20261016T0900")[0]
+    assert kind == "started"
+    assert list(data.items()) == [
+        ("context", {"title": "the nightly report", "verdict": None}),
+        ("schedule", "hourly"),
+    ]
+    assert engine.token("hourly-20261016T0900")["state"] == "draft"
+    after = shown(engine)
+    assert (after["next_at"], after["last_at"], after["last_token"]) == (
+        "2026-10-16T10:00:00Z", "2026-10-16T09:00:00Z", "hourly-20261016T0900",
+    )  # fmt: skip
+    assert engine.tick(1).schedules == 0
+    assert started(engine) == ["hourly-20261016T0900"]
+
+
+@pytest.mark.parametrize(
+    ("catch_up", "tokens"),
+    [
+        ("none", []),
+        ("last", ["hourly-20261016T1300"]),
+        ("all", [f"hourly-20261016T{hour}00" for hour in ("09", "10", "11", "12", "13")]),
+    ],
+)
+def test_after_downtime_catch_up_decides(engine: Engine, catch_up: str, tokens: list[str]) -> None:
+    add(engine, hourly(catch_up))
+    engine.clock.set(datetime(2026, 10, 16, 13, 30))  # down from 08:59:30 to 13:30
+    engine.tick()
+    assert started(engine) == tokens
+    assert shown(engine)["next_at"] == "2026-10-16T14:00:00Z"
+    engine.tick(1)
+    assert started(engine) == tokens
+
+
+def test_a_slot_whose_token_exists_counts_as_done(engine: Engine) -> None:
+    add(engine, hourly())
+    engine.clock.set(NINE)
+    engine.start("hourly-20261016T0900", {"title": "by hand"})
+    engine.tick()
+    assert started(engine) == ["hourly-20261016T0900"]
+    assert engine.rows("hourly-20261016T0900")[0][1] == {
+        "context": {"title": "by hand", "verdict": None}
+    }
+    assert (shown(engine)["next_at"], shown(engine)["last_token"]) == (
+        "2026-10-16T10:00:00Z", "hourly-20261016T0900",
+    )  # fmt: skip
+
+
+def test_a_slot_that_cannot_start_is_skipped_and_logged(
+    engine: Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    add(engine, {"name": "bare", "cron": "0 * * * *"})  # orders needs a title
+    engine.clock.set(NINE)
+    with caplog.at_level(logging.WARNING, "stateous.serve"):
+        result = engine.tick()
+    assert (result.schedules, result.failures) == (1, 0)
+    assert started(engine) == []
+    assert caplog.messages == [
+        "the schedule 'bare' did not start the token 'bare-20261016T0900' (orders: "
+        "Item: 'title' is a required property); its slot is skipped"
+    ]
+    assert shown(engine, "bare")["next_at"] == "2026-10-16T10:00:00Z"
+    assert shown(engine, "bare")["last_token"] is None
+
+
+def test_a_paused_schedule_starts_nothing_and_resumes_from_now(engine: Engine) -> None:
+    add(engine, hourly("all"))
+    with engine.store.begin() as conn:
+        paused = schedules.pause(conn, engine.clock, "hourly", None)
+    assert (paused["paused"], paused["next_at"]) == (True, None)
+    engine.clock.set(datetime(2026, 10, 16, 11, 10))
+    engine.tick()
+    assert started(engine) == []
+    with engine.store.begin() as conn:
+        resumed = schedules.resume(conn, engine.clock, "hourly", None)
+    assert (resumed["paused"], resumed["next_at"]) == (False, "2026-10-16T12:00:00Z")
+    engine.tick(3600)
+    assert started(engine) == ["hourly-20261016T1200"]
+
+
+def test_the_repeated_hour_runs_once_and_the_gap_not_at_all(engine: Engine) -> None:
+    engine.clock.set(datetime(2026, 10, 24, 23, 0))
+    add(engine, {"name": "paris", "cron": "30 * * * *", "tz": "Europe/Paris", "context": TITLE})
+    while engine.clock.now() < datetime(2026, 10, 25, 3, 0):
+        engine.tick(60)
+    # 01:30 and 02:30 CEST, then 03:30 CET: 02:30 CET (01:30 UTC) is the same wall-clock time.
+    assert started(engine) == [
+        "paris-20261025T0130", "paris-20261025T0230", "paris-20261025T0330",
+    ]  # fmt: skip
+    engine.clock.set(datetime(2027, 3, 27, 12, 0))  # 2027-03-28 02:30 does not exist in Paris
+    with engine.store.begin() as conn:
+        schedules.replace(conn, engine.clock, schedules.check_body(
+            {"name": "paris", "cron": "30 2 * * *", "tz": "Europe/Paris", "context": TITLE}
+        ), None)  # fmt: skip
+    for _ in range(3):
+        engine.tick(24 * 3600)
+    assert started(engine)[3:] == ["paris-20270329T0230", "paris-20270330T0230"]
+
+
+def test_two_clocks_on_one_database_start_each_slot_once(
+    migrated_db_url: str, clock: FakeClock, orders: EngineConfig
+) -> None:
+    clock.set(T0)
+    stores = [Store(make_engine(migrated_db_url)) for _ in range(2)]
+    tickers = [Ticker(Plane(store, orders, clock)) for store in stores]
+    engine = Engine(stores[0], clock, orders)
+    add(engine, {**hourly("all"), "cron": "*/5 * * * *"})
+    clock.set(datetime(2026, 10, 16, 10, 0))  # 13 slots due: 09:00 to 10:00
+    failures: list[int] = []
+
+    def tick(ticker: Ticker) -> None:
+        failures.append(ticker.tick().failures)
+
+    threads = [threading.Thread(target=tick, args=(ticker,)) for ticker in tickers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # A restart: a new clock on the same database finds nothing more to do.
+    Ticker(Plane(stores[1], orders, clock)).tick()
+    tokens = started(engine)
+    assert sorted(tokens) == [f"hourly-20261016T{t}" for t in (
+        "0900", "0905", "0910", "0915", "0920", "0925", "0930", "0935", "0940", "0945", "0950",
+        "0955", "1000",
+    )]  # fmt: skip
+    assert failures == [0, 0]
+    assert shown(engine)["next_at"] == "2026-10-16T10:05:00Z"
+    for store in stores:
+        store.engine.dispose()
+
+
+def test_the_operator_s_acts_and_their_refusals(engine: Engine) -> None:
+    alice = {"actor": "alice", "via": "cli", "reason": "month end"}
+    add(engine, hourly(), alice)
+    assert refusal(add, engine, hourly()) == (
+        409, "schedule_exists",
+        "a schedule 'hourly' exists already; PUT /schedules/hourly replaces it",
+    )  # fmt: skip
+    with engine.store.begin() as conn:
+        replaced = schedules.replace(
+            conn, engine.clock, schedules.check_body({"cron": "15 9 * * *"}, "hourly"), None
+        )
+    assert (replaced["cron"], replaced["next_at"], replaced["context"]) == (
+        "15 9 * * *", "2026-10-16T09:15:00Z", None,
+    )  # fmt: skip
+    with engine.store.begin() as conn:
+        for act in (schedules.pause, schedules.resume, schedules.remove):
+            act(conn, engine.clock, "hourly", {"actor": "bob"})
+        for act in (schedules.pause, schedules.resume, schedules.remove):
+            assert refusal(act, conn, engine.clock, "nope", None) == (
+                404,
+                "schedule_not_found",
+                "there is no schedule 'nope'",
+            )
+        assert refusal(schedules.get_wire, conn, "hourly")[1] == "schedule_not_found"
+        assert schedules.list_wire(conn) == []
+    assert engine.query("SELECT token, seq, kind, actor, via, reason FROM audit ORDER BY seq") == [
+        ("schedule:hourly", 1, "schedule_added", "alice", "cli", "month end"),
+        ("schedule:hourly", 2, "schedule_paused", "bob", None, None),
+        ("schedule:hourly", 3, "schedule_resumed", "bob", None, None),
+        ("schedule:hourly", 4, "schedule_removed", "bob", None, None),
+    ]
+    assert refusal(schedules.check_body, {"name": "x", "cron": "0 0 9 * * *"})[:2] == (
+        422, "invalid_body",
+    )  # fmt: skip
