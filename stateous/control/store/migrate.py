@@ -32,7 +32,7 @@ BY_0011 = frozenset({"workflow_versions"})
 # The tables of spec 95 §1 (search keys), made by 0012.
 BY_0012 = frozenset({"search_keys", "token_keys"})
 # The tables made by 0013-0016 (spec 95 §3, spec 97).
-BY_0013: frozenset[str] = frozenset()
+BY_0013: frozenset[str] = frozenset({"stats_counts", "stats_deltas"})
 BY_0014: frozenset[str] = frozenset()
 BY_0015: frozenset[str] = frozenset({"schedules"})
 BY_0016: frozenset[str] = frozenset()

@@ -1,7 +1,11 @@
-"""The figures of `GET /stats` (spec 70 §1): tokens by status, live work by state.
+"""The figures of `GET /stats` (spec 70 §1): tokens by status, live work by state, read from the
+counts the database keeps (spec 95 §3), never from a scan of the tokens or tasks.
 
-Each statement runs through `Connection.execute`. A child token's state is named
-`<workflow>/<state>` (`operator_queries.state_name`), as on the other operator routes.
+Migration 0013's triggers keep `stats_counts` in the transaction of every write of `tokens`
+and `tasks`; on Postgres they append to `stats_deltas` instead, which `fold_deltas` adds into
+the counts in the background. A read sums both in one statement, so it sees a fold entirely
+or not at all. A child token's state is named `<workflow>/<state>`
+(`operator_queries.state_name`), as on the other operator routes.
 """
 
 from __future__ import annotations
@@ -9,14 +13,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, Select, func, literal_column, select, text, union_all
 
-from stateous.control.store.dialect import dialect_of
 from stateous.control.store.operator_queries import state_name
-from stateous.control.store.tables import TASK_IS_OPEN, control_plane, tasks, tokens
+from stateous.control.store.tables import (
+    TASK_IS_OPEN,
+    control_plane,
+    stats_counts,
+    stats_deltas,
+    tasks,
+)
 
 _COUNTED = ("active", "paused", "queued", "claimed", "waiting")
+_LIVE = ("active", "paused")
+_KEY = ("kind", "structure", "workflow", "state", "status")
 
 
 @dataclass(frozen=True)
@@ -29,32 +41,110 @@ class Stats:
     serving: str | None
 
 
+@dataclass(frozen=True)
+class Count:
+    """One count: `kind` 'token' (tokens) or 'task' (open tasks); '' for a null structure or
+    workflow (a top token's workflow)."""
+
+    kind: str
+    structure: str
+    workflow: str
+    state: str
+    status: str
+    n: int
+
+    @classmethod
+    def from_row(cls, row: Any) -> Count:
+        """A count from a row of the key's five columns and the count."""
+        kind, structure, workflow, state, status, n = row
+        return cls(str(kind), str(structure), str(workflow), str(state), str(status), int(n))
+
+
+def counts(conn: Connection) -> list[Count]:
+    """Every count not 0: the rows of `stats_counts` plus the deltas not folded yet (Postgres),
+    in one statement."""
+    if conn.dialect.name == "sqlite":  # its triggers write the counts themselves
+        query: Select[Any] = select(stats_counts).where(stats_counts.c.n != 0)
+    else:
+        both = union_all(select(stats_counts), select(stats_deltas)).subquery()
+        keys = [both.c[name] for name in _KEY]
+        total = func.sum(both.c.n)
+        query = select(*keys, total).group_by(*keys).having(total != 0)
+    return [Count.from_row(row) for row in conn.execute(query)]
+
+
 def stats(conn: Connection, states: Iterable[str], token_statuses: Iterable[str]) -> Stats:
     """Counts by token status, and by state (`states` first, in their order, all present)."""
     by_status = dict.fromkeys(token_statuses, 0)
-    for status, count in conn.execute(
-        select(tokens.c.status, func.count()).group_by(tokens.c.status)
-    ):
-        by_status[status] = int(count)
     per_state: dict[str, dict[str, int]] = {name: dict.fromkeys(_COUNTED, 0) for name in states}
-    live = (
-        select(tokens.c.workflow, tokens.c.state, tokens.c.status, func.count())
-        # Few tokens are live, which SQLite's planner is told (it would scan every ended one).
-        .where(dialect_of(conn).rare(tokens.c.status.in_(("active", "paused"))))
-        .group_by(tokens.c.workflow, tokens.c.state, tokens.c.status)
-    )
-    held = (
-        select(tokens.c.workflow, tasks.c.state, tasks.c.status, func.count())
-        .join(tokens, tokens.c.token == tasks.c.token)
-        .where(TASK_IS_OPEN)
-        .group_by(tokens.c.workflow, tasks.c.state, tasks.c.status)
-    )
-    for query in (live, held):
-        for workflow, state, status, count in conn.execute(query):
-            entry = per_state.setdefault(state_name(workflow, state), dict.fromkeys(_COUNTED, 0))
-            entry[status] = int(count)
-    oldest = conn.execute(
-        select(func.min(tasks.c.queued_at)).where(TASK_IS_OPEN, tasks.c.status == "queued")
-    ).scalar()
+    queued: set[tuple[str, str]] = set()
+    for count in counts(conn):
+        if count.kind == "token":
+            by_status[count.status] = by_status.get(count.status, 0) + count.n
+            if count.status not in _LIVE:
+                continue
+        elif count.status == "queued":
+            queued.add((count.structure, count.state))
+        name = state_name(count.workflow or None, count.state)
+        entry = per_state.setdefault(name, dict.fromkeys(_COUNTED, 0))
+        entry[count.status] += count.n
+    oldest = oldest_queued_at(conn, queued)
     serving = conn.execute(select(control_plane.c.serving).where(control_plane.c.id == 1)).scalar()
     return Stats(by_status, per_state, oldest, serving)
+
+
+def oldest_queued_at(conn: Connection, pairs: Iterable[tuple[str, str]]) -> datetime | None:
+    """The earliest `queued_at` of the first queued task in claim order (the lowest id) of each
+    (structure, state): one step into `tasks_queue` each, however long the queue.
+
+    A task is queued at its insert, in id order, so the first by id is the oldest queued; a
+    task retried after a failed attempt is queued again under its id, keeping its first
+    `queued_at`, and so stays the oldest of its state (as a claim takes it first)."""
+    firsts = [_first_queued(structure, state) for structure, state in sorted(pairs)]
+    if not firsts:
+        return None
+    each = union_all(*firsts).subquery()
+    found: datetime | None = conn.execute(select(func.min(each.c.queued_at))).scalar()
+    return found
+
+
+def _first_queued(structure: str, state: str) -> Select[Any]:
+    """The `queued_at` of the first queued task of (structure, state), as a one-row select."""
+    of_structure = (
+        tasks.c.structure.is_(None) if structure == "" else tasks.c.structure == structure
+    )
+    first = (
+        select(tasks.c.queued_at)
+        .where(TASK_IS_OPEN, tasks.c.status == literal_column("'queued'"))
+        .where(of_structure, tasks.c.state == state)
+        .order_by(tasks.c.id)
+        .limit(1)
+        .scalar_subquery()
+    )
+    return select(first.label("queued_at"))
+
+
+# One statement, so the deltas it deletes are exactly those it adds: a delta committed after
+# it began is neither (READ COMMITTED), and a fold beside it (a holder that is giving way)
+# waits for its rows and then finds them gone. The data-modifying WITHs run to their end
+# whether or not the SELECT reads them.
+_FOLD = text("""
+WITH gone AS (
+  DELETE FROM stats_deltas RETURNING kind, structure, workflow, state, status, n
+), added AS (
+  INSERT INTO stats_counts (kind, structure, workflow, state, status, n)
+  SELECT kind, structure, workflow, state, status, sum(n) FROM gone
+  GROUP BY kind, structure, workflow, state, status
+  ON CONFLICT (kind, structure, workflow, state, status)
+  DO UPDATE SET n = stats_counts.n + excluded.n
+)
+SELECT count(*) FROM gone
+""")
+
+
+def fold_deltas(conn: Connection) -> int:
+    """Postgres: add every delta into `stats_counts` and delete it; answers how many deltas
+    were folded (0 on SQLite, whose triggers write the counts themselves)."""
+    if conn.dialect.name == "sqlite":
+        return 0
+    return int(conn.execute(_FOLD).scalar() or 0)

@@ -346,6 +346,37 @@ schedules = Table(
 )
 Index("schedules_next_at", schedules.c.next_at)
 
+# Spec 95 §3: the counts of `GET /stats`, kept by the database's own triggers (migration 0013)
+# in the transaction of every write, so /stats never scans the tokens. `kind` is `token` (every
+# token by structure, workflow, state and status) or `task` (open tasks by the task's
+# structure, the token's workflow, the task's state and status); a null structure or workflow
+# (a top token's) is ''. A row may hold 0 once its last counted row moved on.
+stats_counts = Table(
+    "stats_counts",
+    metadata,
+    Column("kind", String(8), primary_key=True),
+    Column("structure", String(80), primary_key=True),
+    Column("workflow", String(64), primary_key=True),
+    Column("state", String(64), primary_key=True),
+    Column("status", String(16), primary_key=True),
+    Column("n", BigInteger, nullable=False),
+)
+
+# Postgres only (SQLite's triggers add to `stats_counts` itself, its one writer never waits):
+# the triggers append +1/-1 rows here instead of updating shared count rows, which would make
+# concurrent writers wait for each other and deadlock. /stats reads the counts plus these rows;
+# the holder folds them into `stats_counts` in the background (stateous.control.stats_folder).
+stats_deltas = Table(
+    "stats_deltas",
+    metadata,
+    Column("kind", String(8), nullable=False),
+    Column("structure", String(80), nullable=False),
+    Column("workflow", String(64), nullable=False),
+    Column("state", String(64), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("n", Integer, nullable=False),
+)
+
 #: Every table name Stateous uses, for the start-up checks of spec 20 §3.4.
 TABLE_NAMES: tuple[str, ...] = (
     "audit",
@@ -359,6 +390,8 @@ TABLE_NAMES: tuple[str, ...] = (
     "memory",
     "schedules",
     "search_keys",
+    "stats_counts",
+    "stats_deltas",
     "supervisors",
     "tasks",
     "timers",
