@@ -1,24 +1,36 @@
-"""Fill a database with completed `orders` tokens and their ledgers, fast, through the store's
-tables (SQLAlchemy Core bulk inserts in large transactions): the rows of spec 20 §3.8 per token.
+"""Fill a database with `orders` tokens and their ledgers, fast, through the store's tables.
 
-The schema is made by the store's own migration first, so `stateous serve` accepts the
-database afterwards as one of its own.
+`preload`: completed tokens (SQLAlchemy Core bulk inserts in large transactions), the rows of
+spec 20 §3.8 per token. `write_shape`: the million of spec 95 §3 (`million.Shape`), its rows
+inserted through the driver (SQLite: `executemany` in transactions of 20,000 tokens;
+Postgres: `COPY`), with the database's own triggers in place, so what the triggers keep (the
+counts of `GET /stats`) stays true.
+
+The schema is made by the store's own migration first, and the graphs are recorded as serve
+records them, so `stateous serve` accepts the database afterwards as one of its own.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import million
+import psycopg
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from stateous.control.engine.search import settle_keys  # noqa: E402
+from stateous.control.served import record_served  # noqa: E402
 from stateous.control.store import migrate  # noqa: E402
 from stateous.control.store import tables as t  # noqa: E402
 from stateous.control.store.db import Store, make_engine  # noqa: E402
+from stateous.model.graph import Graph  # noqa: E402
 
 BATCH = 5000
 
@@ -95,3 +107,90 @@ def preload(db_url: str, count: int, prefix: str = "OLD") -> float:
     finally:
         store.engine.dispose()
     return time.perf_counter() - began
+
+
+#: Tokens a transaction of `write_shape`.
+SHAPE_BATCH = 20_000
+
+
+def sqlite_stamp(at: datetime) -> str:
+    """A time as SQLAlchemy writes a `DateTime` column on SQLite."""
+    return at.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def write_shape(db_url: str, shape: million.Shape, current: Graph, other: Graph) -> float:
+    """Write `shape`'s tokens into a new database at `db_url`; answers the seconds it took.
+
+    First the schema (the store's migration) and the two versions, as `serve` records them
+    (`other` a year earlier, then `current`, the one served), their search keys marked filled
+    while no token is live; then the rows, batch by batch.
+    """
+    began = time.perf_counter()
+    now = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+    store = Store(make_engine(db_url))
+    try:
+        with store.begin() as conn:
+            migrate.upgrade(conn)
+        for graph, at in ((other, now - timedelta(days=400)), (current, now - timedelta(days=399))):
+            with store.begin() as conn:
+                record_served(conn, graph, at)
+                settle_keys(conn, graph, at)
+    finally:
+        store.engine.dispose()
+    if db_url.startswith("sqlite"):
+        builder = million.Builder(shape, current.structure, other.structure, now, sqlite_stamp)
+        _write_sqlite(db_url.removeprefix("sqlite:///"), builder)
+    else:
+        builder = million.Builder(shape, current.structure, other.structure, now, lambda at: at)
+        _write_postgres(db_url, builder)
+    return time.perf_counter() - began
+
+
+def _insert_sql(table: str) -> str:
+    columns = million.COLUMNS[table]
+    marks = ", ".join("?" for _ in columns)
+    return f"INSERT INTO {getattr(t, table).name} ({', '.join(columns)}) VALUES ({marks})"
+
+
+def _write_sqlite(path: str, builder: million.Builder) -> None:
+    """The rows through sqlite3's executemany, a transaction a batch (WAL; the file is
+    checkpointed at the end). `synchronous = OFF` while loading: a crash only loses the bench's
+    preload, which is made again."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA synchronous = OFF")
+        conn.execute("PRAGMA cache_size = -262144")  # 256 MiB: the indexes stay in memory
+        statements = {table: _insert_sql(table) for table in million.COLUMNS}
+        for batch in builder.batches(SHAPE_BATCH):
+            conn.execute("BEGIN IMMEDIATE")
+            for table, rows in batch.tables():
+                if rows:
+                    conn.executemany(statements[table], rows)
+            conn.execute("COMMIT")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+
+
+def _write_postgres(db_url: str, builder: million.Builder) -> None:
+    """The rows through `COPY`, a transaction a batch; then the id sequences moved past the
+    ids given, and ANALYZE (as a database that has run for a while has statistics)."""
+    conninfo = db_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(conninfo) as conn:
+        for batch in builder.batches(SHAPE_BATCH):
+            with conn.transaction(), conn.cursor() as cur:
+                for table, rows in batch.tables():
+                    if not rows:
+                        continue
+                    columns = ", ".join(million.COLUMNS[table])
+                    with cur.copy(f"COPY {getattr(t, table).name} ({columns}) FROM STDIN") as copy:
+                        for row in rows:
+                            copy.write_row(row)
+        with conn.transaction():
+            for table in ("tasks", "timers"):
+                conn.execute(
+                    f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                    f"(SELECT coalesce(max(id), 0) + 1 FROM {table}), false)"
+                )
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute("ANALYZE")

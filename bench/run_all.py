@@ -23,6 +23,7 @@ FULL: list[tuple[str, list[str]]] = [
     ("e2e_sqlite", ["e2e.py", "--db", "sqlite"]),
     ("e2e_postgres_2", ["e2e.py", "--db", "postgres", "--supervisors", "2"]),
     ("scale", ["scale.py"]),
+    ("scale_postgres", ["scale.py", "--db", "postgres"]),
     ("versions", ["versions.py"]),
     ("retention", ["retention.py"]),
     ("memory", ["memory.py"]),
@@ -35,7 +36,17 @@ QUICK: dict[str, list[str]] = {
     "latency": ["--tokens", "20"],
     "e2e_sqlite": ["--tokens", "300"],
     "e2e_postgres_2": ["--tokens", "300"],
-    "scale": ["--preload", "10000", "--tokens", "300"],
+    "scale": ["--preload", "10000", "--live", "1000", "--tokens", "300", "--requests", "10"],
+    "scale_postgres": [
+        "--preload",
+        "10000",
+        "--live",
+        "1000",
+        "--tokens",
+        "300",
+        "--requests",
+        "10",
+    ],
     "versions": ["--old", "10000", "--tokens", "300", "--rounds", "1"],
     "retention": ["--tokens", "300", "--cycles", "3"],
     "memory": ["--preload", "10000", "--tokens", "300"],
@@ -45,7 +56,8 @@ QUICK: dict[str, list[str]] = {
 
 
 def run(name: str, argv: list[str]) -> dict[str, object]:
-    """Run one script; its JSON line, or the failure."""
+    """Run one script; its JSON line (several: `{"bench", "figures": [lines]}`), or the
+    failure."""
     began = time.monotonic()
     done = subprocess.run(
         [sys.executable, str(HERE / argv[0]), *argv[1:]], capture_output=True, text=True
@@ -54,6 +66,8 @@ def run(name: str, argv: list[str]) -> dict[str, object]:
     if done.returncode != 0 or not lines:
         last = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[-1]
         return {"bench": name, "error": last, "seconds": round(time.monotonic() - began, 1)}
+    if len(lines) > 1:  # scale.py: one line a figure
+        return {"bench": name, "figures": [json.loads(line) for line in lines]}
     result: dict[str, object] = json.loads(lines[-1])
     return result
 
