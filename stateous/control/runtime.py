@@ -39,6 +39,7 @@ from stateous.control.served import (
     record_served,
 )
 from stateous.control.settings import Settings
+from stateous.control.stats_folder import StatsFolder
 from stateous.control.store.db import Store, make_engine, mask_url
 from stateous.control.ticker import Ticker
 from stateous.model import logs
@@ -215,6 +216,11 @@ class ControlPlane:
         if await self._until_holding():
             await SearchFiller(self.plane).run(self.stop_event)
 
+    async def stats_counts(self) -> None:
+        """The holder folds the deltas of `GET /stats` into its counts (spec 95 §3, Postgres)."""
+        if await self._until_holding():
+            await StatsFolder(self.plane).run(self.stop_event)
+
     async def retention(self) -> None:
         """`--retain`: the holder prunes ended tokens older than it (spec 95 §2); a replica
         once it holds."""
@@ -248,6 +254,7 @@ class ControlPlane:
         bulk_task = asyncio.create_task(self.bulk_jobs())
         search_task = asyncio.create_task(self.search_keys())
         retention_task = asyncio.create_task(self.retention())
+        stats_task = asyncio.create_task(self.stats_counts())
         presence_task = asyncio.create_task(self.presence.run(self.stop_event))
         checkpoint_task = asyncio.create_task(
             checkpoints.run_checkpoints(self.plane.store, self.stop_event)
@@ -261,6 +268,7 @@ class ControlPlane:
         await bulk_task
         await search_task
         await retention_task
+        await stats_task
         await presence_task
         await checkpoint_task
         await to_thread.run_sync(close_quietly, self.listener)

@@ -14,6 +14,8 @@ from sqlalchemy import Connection, func, select, text
 from stateous.control.clock import FakeClock
 from stateous.control.engine import retention
 from stateous.control.engine.report import Outcome
+from stateous.control.plane import Plane
+from stateous.control.stats_folder import StatsFolder
 from stateous.control.store import migrate
 from stateous.control.store.db import Store, make_engine
 from stateous.control.store.operator_queries import state_name
@@ -258,3 +260,15 @@ def test_a_new_database_has_the_six_triggers(store: Store) -> None:
         names = sorted(name for name in conn.execute(text(found)).scalars() if "stats_" in name)
     assert names == sorted(f"stats_{table}_{op}" for table in ("tokens", "tasks")
                            for op in ("insert", "update", "delete"))  # fmt: skip
+
+
+def test_the_folder_folds_every_delta_once(store: Store, clock: FakeClock) -> None:
+    engine: Versioned = versioned(store, clock, V1, V2)
+    folder = StatsFolder(Plane.of(store, engine.config, clock))
+    for token in ("A", "B"):
+        in_review(engine, token)
+    # Each start: the token (+1) and its task (+1); each move: the token and both tasks (-1 +1).
+    assert folder.step() == (0 if store.sqlite else 2 * (2 + 4))
+    assert folder.step() == 0
+    kept = same(store, ORDERS_STATES)
+    assert kept.tokens["active"] == 2 and kept.states["review"]["queued"] == 2
