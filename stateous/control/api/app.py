@@ -22,6 +22,7 @@ from stateous.control.api import migrate as migrate_routes  # spec 90 §5
 from stateous.control.api import planes as plane_routes  # spec 85 §1
 from stateous.control.api import repair as repair_routes  # spec 80 §3-4
 from stateous.control.api import retention as retention_routes  # spec 95 §2
+from stateous.control.api import schedules as schedule_routes  # spec 97 §1
 from stateous.control.api.acts import actor_of, by_of
 from stateous.control.api.answers import (
     answer,
@@ -328,6 +329,7 @@ def create_app(
             *migrate_routes.ROUTES,
             *plane_routes.ROUTES,
             *retention_routes.ROUTES,
+            *schedule_routes.ROUTES,
         ],
         middleware=[edge.MetricsMiddleware()],
         exception_handlers={Exception: edge.refusal_answer},

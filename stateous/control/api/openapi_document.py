@@ -464,6 +464,47 @@ class Pruned(_Open):
     skipped: dict[str, int]
 
 
+class ScheduleBody(BaseModel):
+    """`POST /schedules` (spec 97 §1)."""
+
+    name: str = Field(pattern="^[a-z0-9-]{1,64}$")
+    cron: str = Field(description="5 fields: minute hour day-of-month month day-of-week")
+    tz: str = Field(default="UTC", description="An IANA time zone")
+    context: dict[str, Any] | None = None
+    id: str = Field(default="{name}-{at}", description="The token id; {at} is YYYYMMDDTHHMM")
+    catch_up: Literal["none", "last", "all"] = "last"
+    paused: bool = False
+    by: By | None = None
+
+
+class ScheduleReplaceBody(BaseModel):
+    """`PUT /schedules/{name}`: the fields of `POST /schedules`, `name` as the path's."""
+
+    name: str | None = Field(default=None, description="The path's name, if given")
+    cron: str = Field(description="5 fields: minute hour day-of-month month day-of-week")
+    tz: str = Field(default="UTC", description="An IANA time zone")
+    context: dict[str, Any] | None = None
+    id: str = Field(default="{name}-{at}", description="The token id; {at} is YYYYMMDDTHHMM")
+    catch_up: Literal["none", "last", "all"] = "last"
+    paused: bool = False
+    by: By | None = None
+
+
+class CronSchedule(_Open):
+    """A schedule (spec 97 §1); `next_at` is null while it is paused."""
+
+    name: str
+    cron: str
+    tz: str
+    context: dict[str, Any] | None
+    id: str
+    catch_up: Literal["none", "last", "all"]
+    paused: bool
+    next_at: str | None
+    last_at: str | None
+    last_token: str | None
+
+
 class Finding(_Open):
     """One reason a token is not moving (spec 80 §4)."""
 
@@ -490,6 +531,7 @@ _MODELS: list[type[BaseModel]] = [
     By, RetryBody, MoveBody, MigrateBody, Finding, Why,
     SteerBody, BulkFilter, BulkBody, BulkPreview, BulkStarted, BulkJob, Act, Version,
     ExportEntry, ExportPage, PruneBody, Pruned,
+    ScheduleBody, ScheduleReplaceBody, CronSchedule,
 ]  # fmt: skip
 
 #: (method, path) -> (request body model or None, {status: answer}); an answer is a model, a
@@ -535,17 +577,25 @@ ROUTES: dict[tuple[str, str], tuple[type[BaseModel] | None, dict[int, Answer]]] 
     ("post", "/bulk/{job}/stop"): (None, {200: BulkJob}),
     ("get", "/export"): (None, {200: ExportPage}),
     ("post", "/prune"): (PruneBody, {200: Pruned}),
+    ("post", "/schedules"): (ScheduleBody, {201: CronSchedule}),
+    ("get", "/schedules"): (None, {200: [CronSchedule]}),
+    ("get", "/schedules/{name}"): (None, {200: CronSchedule}),
+    ("put", "/schedules/{name}"): (ScheduleReplaceBody, {200: CronSchedule}),
+    ("post", "/schedules/{name}/pause"): (SteerBody, {200: CronSchedule}),
+    ("post", "/schedules/{name}/resume"): (SteerBody, {200: CronSchedule}),
+    ("delete", "/schedules/{name}"): (SteerBody, {200: CronSchedule}),
 }
 
 #: The refusal statuses of spec 20 §1.7 (and 401 of spec 70 §5), each with the envelope.
 REFUSALS = {
     400: "Not JSON, NaN/Infinity, too deep (`bad_request`)",
     401: "No or a wrong bearer token, when authentication is on (`unauthorized`)",
-    404: "`not_found`, `token_not_found`, `task_not_found`, `bulk_not_found`, `version_not_found`",
+    404: "`not_found`, `token_not_found`, `task_not_found`, `bulk_not_found`, `version_not_found`, "
+    "`schedule_not_found`",
     405: "`method_not_allowed`",
     409: "`event_not_allowed`, `token_not_active`, `child_token`, `task_not_held`, `attempt_over`, "
     "`token_not_failed`, `bulk_not_running`, `token_in_parallel`, `same_version`, "
-    "`search_not_ready`",
+    "`search_not_ready`, `schedule_exists`",
     413: "The body is larger than 1 MiB (`bad_request`)",
     422: "`invalid_argument`, `invalid_context`, `invalid_payload`, `invalid_token_id`, "
     "`invalid_body`, `unknown_state`, `version_not_found`",
@@ -637,7 +687,7 @@ def document(app: Litestar) -> None:
     openapi = app.openapi_schema
     for path, item in (openapi.paths or {}).items():
         assert isinstance(item, PathItem)
-        for method in ("get", "post", "put"):
+        for method in ("get", "post", "put", "delete"):
             op = getattr(item, method)
             if isinstance(op, Operation) and (method, path) in ROUTES:
                 _operation(method, path, op)

@@ -1,0 +1,109 @@
+"""The schedule routes (spec 97 §1) over a real socket on SQLite and Postgres: each route's
+answer, `by` in `GET /audit`, each refusal, and the clock starting a slot's token."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from stateous.control.clock import FakeClock
+from stateous.control.ticker import Ticker
+from tests.support.app import RunningApi
+
+#: The app runs on the `clock` fixture of conftest.py (a FakeClock at 2026-10-16T20:48:44Z).
+pytestmark = pytest.mark.fake_clock
+
+NIGHTLY = {"name": "nightly", "cron": "0 21 * * *", "context": {"title": "report"}}
+SHOWN = {
+    "name": "nightly", "cron": "0 21 * * *", "tz": "UTC", "context": {"title": "report"},
+    "id": "{name}-{at}", "catch_up": "last", "paused": False,
+    "next_at": "2026-10-16T21:00:00Z", "last_at": None, "last_token": None,
+}  # fmt: skip
+
+
+def refused(answer: httpx.Response, status: int, code: str) -> str:
+    assert answer.status_code == status, answer.text
+    body = answer.json()
+    assert body["code"] == code
+    return str(body["error"])
+
+
+def test_each_route_answers_the_schedule(
+    http: httpx.Client, api: RunningApi, clock: FakeClock
+) -> None:
+    by = {"actor": "alice", "via": "cli", "reason": "month end"}
+    made = http.post("/schedules", json={**NIGHTLY, "by": by})
+    assert (made.status_code, made.json()) == (201, SHOWN)
+    assert http.get("/schedules").json() == [SHOWN]
+    assert http.get("/schedules/nightly").json() == SHOWN
+    paused = http.post("/schedules/nightly/pause", json={"by": {"actor": "bob"}})
+    assert paused.json() == {**SHOWN, "paused": True, "next_at": None}
+    assert http.post("/schedules/nightly/resume").json() == SHOWN
+    clock.advance(12 * 60)  # 21:00:44
+    assert Ticker(api.plane).tick().schedules == 1
+    after = http.get("/schedules/nightly").json()
+    assert (after["next_at"], after["last_at"], after["last_token"]) == (
+        "2026-10-17T21:00:00Z", "2026-10-16T21:00:00Z", "nightly-20261016T2100",
+    )  # fmt: skip
+    history = http.get("/tokens/nightly-20261016T2100/history").json()
+    assert history[0]["data"] == {
+        "context": {"title": "report", "verdict": None},
+        "schedule": "nightly",
+    }
+    replaced = http.put("/schedules/nightly", json={"cron": "0 6 * * *", "tz": "Europe/Paris"})
+    assert replaced.status_code == 200, replaced.text
+    assert (replaced.json()["next_at"], replaced.json()["context"]) == (
+        "2026-10-17T04:00:00Z",
+        None,
+    )
+    removed = http.request("DELETE", "/schedules/nightly", json={"by": {"actor": "carol"}})
+    assert (removed.status_code, removed.json()["cron"]) == (200, "0 6 * * *")
+    assert http.get("/schedules").json() == []
+    acts = [(a["token"], a["seq"], a["kind"], a["actor"]) for a in http.get("/audit").json()]
+    assert acts == [
+        ("schedule:nightly", 3, "schedule_removed", "carol"),
+        ("schedule:nightly", 2, "schedule_paused", "bob"),
+        ("schedule:nightly", 1, "schedule_added", "alice"),
+    ]
+
+
+BAD_BODIES: list[tuple[dict[str, Any], str]] = [
+    ({**NIGHTLY, "cron": "0 0 21 * * *"}, "'cron' has 6 fields; a schedule's cron"),
+    ({**NIGHTLY, "cron": "0 25 * * *"}, "'cron' cannot be read: Bad hour"),
+    ({**NIGHTLY, "tz": "Europe/Atlantis"}, "'tz' 'Europe/Atlantis' is no IANA time zone"),
+    ({**NIGHTLY, "id": "{name}"}, "'id' has no {at}"),
+    ({**NIGHTLY, "id": "{name}/{at}"}, "'id' makes the token id 'nightly/20261016T2048'"),
+    ({**NIGHTLY, "name": "Nightly"}, "'name' is 1 to 64 lower-case letters"),
+    ({**NIGHTLY, "catch_up": "every"}, "'catch_up' is one of none, last, all"),
+    ({**NIGHTLY, "by": {"actor": ""}}, "'by.actor' is a text of 1 to 64"),
+]
+
+
+def test_a_bad_body_is_invalid_body_naming_it(http: httpx.Client) -> None:
+    for body, said in BAD_BODIES:
+        assert refused(http.post("/schedules", json=body), 422, "invalid_body").startswith(said)
+    assert http.get("/schedules").json() == []
+
+
+def test_the_refusals_of_the_named_routes(http: httpx.Client) -> None:
+    assert http.post("/schedules", json=NIGHTLY).status_code == 201
+    assert refused(http.post("/schedules", json=NIGHTLY), 409, "schedule_exists") == (
+        "a schedule 'nightly' exists already; PUT /schedules/nightly replaces it"
+    )
+    missing = "there is no schedule 'weekly'"
+    assert refused(http.get("/schedules/weekly"), 404, "schedule_not_found") == missing
+    assert refused(http.put("/schedules/weekly", json=NIGHTLY | {"name": "weekly"}), 404,
+                   "schedule_not_found") == missing  # fmt: skip
+    for act in ("pause", "resume"):
+        assert refused(http.post(f"/schedules/weekly/{act}"), 404, "schedule_not_found")
+    assert refused(http.delete("/schedules/weekly"), 404, "schedule_not_found") == missing
+    assert refused(http.put("/schedules/nightly", json={**NIGHTLY, "name": "weekly"}), 422,
+                   "invalid_body") == "'name' is 'weekly', but the path names the schedule 'nightly'"  # fmt: skip
+    assert refused(http.put("/schedules/nightly", json={"cron": "* * * * * *"}), 422,
+                   "invalid_body").startswith("'cron' has 6 fields")  # fmt: skip
+    assert refused(http.post("/schedules/nightly/pause", json={"why": 1}), 422,
+                   "invalid_body") == "this act has no part 'why'; its part is by"  # fmt: skip
+    assert refused(http.post("/schedules", content=b"[]"), 422, "invalid_body")
+    assert http.get("/schedules/nightly").json() == SHOWN
