@@ -219,6 +219,63 @@ class Client(BaseClient):
         """Operators' acts newest first: `{token, seq, at, kind, actor, via, reason, bulk}`."""
         return self._list(routes.audit(actor, token, since, limit))
 
+    # ------------------------------------------------------------ schedules (spec 97 §1)
+
+    def add_schedule(
+        self,
+        name: str,
+        cron: str,
+        *,
+        tz: str | None = None,
+        context: dict[str, Any] | None = None,
+        id: str | None = None,
+        catch_up: str | None = None,
+        paused: bool = False,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """Save a new schedule: the token of each slot of `cron` (5 fields) in zone `tz` starts
+        on the current version; `id` the token id pattern (`{name}`, `{at}`), `catch_up` none,
+        last or all. Answers the schedule with its `next_at`."""
+        body = routes.schedule_body(cron, tz, context, id, catch_up, paused)
+        return self._object(self._acting(routes.add_schedule(name, body), reason))
+
+    def schedules(self) -> list[Any]:
+        """Every schedule, by name: `{name, cron, tz, context, id, catch_up, paused, next_at,
+        last_at, last_token}`."""
+        return self._list(routes.schedules())
+
+    def schedule(self, name: str) -> dict[str, Any]:
+        """One schedule (`NotFound`, code `schedule_not_found`, when there is none)."""
+        return self._object(routes.schedule(name))
+
+    def replace_schedule(
+        self,
+        name: str,
+        cron: str,
+        *,
+        tz: str | None = None,
+        context: dict[str, Any] | None = None,
+        id: str | None = None,
+        catch_up: str | None = None,
+        paused: bool = False,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """Replace a schedule's fields (those not given take their defaults)."""
+        body = routes.schedule_body(cron, tz, context, id, catch_up, paused)
+        return self._object(self._acting(routes.replace_schedule(name, body), reason))
+
+    def pause_schedule(self, name: str, *, reason: str | None = None) -> dict[str, Any]:
+        """Pause a schedule: it starts nothing until resumed."""
+        return self._object(self._acting(routes.schedule_act(name, "pause"), reason))
+
+    def resume_schedule(self, name: str, *, reason: str | None = None) -> dict[str, Any]:
+        """Resume a schedule from its first slot after now."""
+        return self._object(self._acting(routes.schedule_act(name, "resume"), reason))
+
+    def remove_schedule(self, name: str, *, reason: str | None = None) -> dict[str, Any]:
+        """Remove a schedule (the tokens it started stay); answers it as it was."""
+        return self._object(self._acting(routes.remove_schedule(name), reason))
+
     # ------------------------------------------------------------ retention (spec 95 §2)
 
     def export(

@@ -138,6 +138,52 @@ def prune(tokens: list[str], ended_before: str) -> Request:
     return Request("POST", "/prune", body={"tokens": tokens, "ended_before": ended_before})
 
 
+# ------------------------------------------------------------ schedules (spec 97 §1)
+
+
+def schedule_body(
+    cron: str,
+    tz: str | None,
+    context: dict[str, Any] | None,
+    pattern: str | None,
+    catch_up: str | None,
+    paused: bool,
+) -> dict[str, Any]:
+    """A schedule's fields, those given (the others take the route's defaults)."""
+    given: dict[str, Any] = {
+        "cron": cron, "tz": tz, "context": context, "id": pattern, "catch_up": catch_up,
+    }  # fmt: skip
+    body = {part: value for part, value in given.items() if value is not None}
+    if paused:
+        body["paused"] = True
+    return body
+
+
+def add_schedule(name: str, body: dict[str, Any]) -> Request:
+    return Request("POST", "/schedules", body={"name": name, **body})
+
+
+def schedules() -> Request:
+    return Request("GET", "/schedules")
+
+
+def schedule(name: str) -> Request:
+    return Request("GET", f"/schedules/{segment(name)}")
+
+
+def replace_schedule(name: str, body: dict[str, Any]) -> Request:
+    return Request("PUT", f"/schedules/{segment(name)}", body=body)
+
+
+def schedule_act(name: str, action: str) -> Request:
+    """`pause` or `resume`."""
+    return Request("POST", f"/schedules/{segment(name)}/{action}", body={})
+
+
+def remove_schedule(name: str) -> Request:
+    return Request("DELETE", f"/schedules/{segment(name)}", body={})
+
+
 # ------------------------------------------------------------ tasks and the graph
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
+from stateous.client import AsyncClient, Client, NotFound
 from stateous.control.clock import FakeClock
 from stateous.control.ticker import Ticker
 from tests.support.app import RunningApi
@@ -107,3 +108,44 @@ def test_the_refusals_of_the_named_routes(http: httpx.Client) -> None:
                    "invalid_body") == "this act has no part 'why'; its part is by"  # fmt: skip
     assert refused(http.post("/schedules", content=b"[]"), 422, "invalid_body")
     assert http.get("/schedules/nightly").json() == SHOWN
+
+
+def test_the_client_s_methods(api: RunningApi) -> None:
+    with Client(api.url, actor="alice") as client:
+        made = client.add_schedule("nightly", "0 21 * * *", context={"title": "report"})
+        assert made == SHOWN
+        assert client.schedules() == [SHOWN]
+        assert client.pause_schedule("nightly", reason="month end")["paused"] is True
+        assert client.resume_schedule("nightly")["next_at"] == SHOWN["next_at"]
+        replaced = client.replace_schedule(
+            "nightly", "0 6 * * *", tz="Europe/Paris", id="r.{at}", catch_up="all", paused=True
+        )
+        assert {k: replaced[k] for k in ("tz", "id", "catch_up", "paused", "context")} == {
+            "tz": "Europe/Paris", "id": "r.{at}", "catch_up": "all", "paused": True,
+            "context": None,
+        }  # fmt: skip
+        assert client.schedule("nightly") == replaced
+        assert client.remove_schedule("nightly") == replaced
+        with pytest.raises(NotFound) as caught:
+            client.schedule("nightly")
+        assert caught.value.code == "schedule_not_found"
+        kinds = [(act["kind"], act["actor"], act["reason"]) for act in client.audit()]
+    assert kinds == [
+        ("schedule_removed", "alice", None), ("schedule_replaced", "alice", None),
+        ("schedule_resumed", "alice", None), ("schedule_paused", "alice", "month end"),
+        ("schedule_added", "alice", None),
+    ]  # fmt: skip
+
+
+async def test_the_async_client_s_methods(api: RunningApi) -> None:
+    async with AsyncClient(api.url) as client:
+        assert await client.add_schedule("nightly", "0 21 * * *", context={"title": "report"}) == (
+            SHOWN
+        )
+        assert await client.schedules() == [SHOWN]
+        assert (await client.pause_schedule("nightly"))["paused"] is True
+        assert (await client.resume_schedule("nightly"))["paused"] is False
+        assert (await client.replace_schedule("nightly", "0 22 * * *"))["cron"] == "0 22 * * *"
+        assert (await client.schedule("nightly"))["next_at"] == "2026-10-16T22:00:00Z"
+        assert (await client.remove_schedule("nightly"))["name"] == "nightly"
+        assert await client.schedules() == []

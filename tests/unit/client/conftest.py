@@ -51,7 +51,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    do_GET = do_POST = do_PUT = _serve
+    do_GET = do_POST = do_PUT = do_DELETE = _serve
 
     def log_message(self, format: str, *args: object) -> None:
         """Quiet: the test reads the recorded requests instead."""

@@ -43,6 +43,13 @@ CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any], Any]] = [
         {"tokens": [], "next": None},
     ),
     ("prune", (["T-1"], "2026-01-01T00:00:00Z"), {"reason": "old"}, {"pruned": 1, "skipped": {}}),
+    ("add_schedule", ("nightly", "0 9 * * *"), {"tz": "Europe/Paris", "paused": True}, {"n": 1}),
+    ("schedules", (), {}, [{"name": "nightly"}]),
+    ("schedule", ("night/ly",), {}, {"name": "night/ly"}),
+    ("replace_schedule", ("nightly", "0 9 * * *"), {"id": "{at}", "reason": "new"}, {"n": 1}),
+    ("pause_schedule", ("nightly",), {"reason": "month end"}, {"paused": True}),
+    ("resume_schedule", ("nightly",), {}, {"paused": False}),
+    ("remove_schedule", ("nightly",), {}, {"name": "nightly"}),
     ("report", (7, "passed", {"passed": 12, "failed": 0}), {"attempt": 1}, TOKEN),
     ("inbox", (), {"state": "review", "limit": 3}, []),
     ("supervisors", (), {}, []),
@@ -114,8 +121,21 @@ async def test_each_method_sends_what_the_client_sends(server: tuple[str, Script
         "Bearer s3cret",
     )
     assert sent[1][:2] == ("GET", "/tokens/a%2Fb%20c")
-    assert sent[4][3] == "gh-delivery-81231"
     by = {"actor": "alice", "via": "client"}
+    schedules = [entry for entry in sent if "/schedules" in entry[1]]
+    assert schedules == [
+        ("POST", "/schedules", {"name": "nightly", "cron": "0 9 * * *", "tz": "Europe/Paris",
+                                "paused": True, "by": by}, None, "Bearer s3cret"),
+        ("GET", "/schedules", None, None, "Bearer s3cret"),
+        ("GET", "/schedules/night%2Fly", None, None, "Bearer s3cret"),
+        ("PUT", "/schedules/nightly", {"cron": "0 9 * * *", "id": "{at}",
+                                       "by": {**by, "reason": "new"}}, None, "Bearer s3cret"),
+        ("POST", "/schedules/nightly/pause", {"by": {**by, "reason": "month end"}}, None,
+         "Bearer s3cret"),
+        ("POST", "/schedules/nightly/resume", {"by": by}, None, "Bearer s3cret"),
+        ("DELETE", "/schedules/nightly", {"by": by}, None, "Bearer s3cret"),
+    ]  # fmt: skip
+    assert sent[4][3] == "gh-delivery-81231"
     assert sent[-5:] == [
         ("GET", "/workflow?checksum=sha256%3A99ab", None, None, "Bearer s3cret"),
         ("GET", "/workflow/versions", None, None, "Bearer s3cret"),
