@@ -315,7 +315,9 @@ def _show_token(client: Client, token_id: str) -> None:
     history = _objects(client.history(token_id), client.url)
     first, *rest = show_lines(token, children, history)
     note = version_note(token, _versions(client)) if "structure" in token else ""
-    echo_lines([Line((*first.segments, (note, STYLE_QUIET))) if note else first, *rest])
+    # The token's trace (spec 97 §2), under its line, when it has one.
+    trace = [Line(((f"  trace {token['trace_id']}", STYLE_QUIET),))] if "trace_id" in token else []
+    echo_lines([Line((*first.segments, (note, STYLE_QUIET))) if note else first, *trace, *rest])
 
 
 def _versions(client: Client) -> list[dict[str, Any]]:

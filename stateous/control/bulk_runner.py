@@ -16,6 +16,7 @@ from functools import partial
 
 from sqlalchemy import Connection
 
+from stateous.control import tracing  # spec 97 §2
 from stateous.control.engine.bulk import apply_one, finish_if_done
 from stateous.control.paced import Pace, run_paced
 from stateous.control.plane import Plane
@@ -55,10 +56,12 @@ class BulkRunner:
         size = 1 if plane.store.sqlite else self.group
         for first in range(0, len(tokens), size):
             part = tokens[first : first + size]
+            started = tracing.now()
             answers = plane.run_many([(job.action, partial(_apply, plane, job, t)) for t in part])
             for answer in answers:
                 if isinstance(answer, BaseException):
                     raise answer  # the database is busy or gone: the batch is tried again
+            tracing.bulk_step(plane.store, started, job.id, job.action, part, answers)
         return len(tokens)
 
     def drain(self) -> int:

@@ -15,7 +15,7 @@ import uvicorn
 from anyio import to_thread
 from sqlalchemy.exc import SQLAlchemyError
 
-from stateous.control import checkpoints
+from stateous.control import checkpoints, tracing
 from stateous.control.api.app import create_app
 from stateous.control.api.lean import LeanRoutes
 from stateous.control.api.protocol import protocol_class
@@ -323,6 +323,7 @@ async def run_control_plane(
     """
     listen = parse_listen(settings.listen)
     graph = read_graph_file(settings.graph_path)
+    tracing.setup()  # spec 97 §2: only when OTEL_* asks for traces
     sock = bind(listen)
     try:
         plane, hold = await _open(settings, graph, clock or SystemClock())

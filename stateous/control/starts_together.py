@@ -33,8 +33,9 @@ from stateous.control.engine.start_many import Raced, StartArgs, start_many
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import Refusal
 from stateous.control.store.group import Lanes, Op
+from stateous.control.store.traces import insert_traces
 
-__all__ = ["STARTS_MOST", "StartsHost", "StartsTogether", "start_alone"]
+__all__ = ["STARTS_MOST", "StartsHost", "StartsTogether", "keep_traces", "start_alone"]
 
 #: The most starts one operation takes: a few milliseconds of a shared transaction.
 STARTS_MOST = 100
@@ -141,7 +142,9 @@ class StartsTogether:
                 if self._open is together:
                     self._open = None
         plane = self._plane
-        return start_many(conn, plane.clock, plane.config, together.taken)
+        outcomes = start_many(conn, plane.clock, plane.config, together.taken)
+        keep_traces(conn, together.taken, outcomes)
+        return outcomes
 
 
 async def start_alone(plane: StartsHost, args: StartArgs) -> Started:
@@ -149,7 +152,25 @@ async def start_alone(plane: StartsHost, args: StartArgs) -> Started:
     into a parallel state or to END), or a start of an operation the database refused
     (`Raced`)."""
     clock, config = plane.clock, plane.config
-    started: Started = await plane.run_async(
-        "start", lambda conn: start(conn, clock, config, args.token, args.context, args.by)
-    )
+
+    def work(conn: Connection) -> Started:
+        started = start(conn, clock, config, args.token, args.context, args.by)
+        keep_traces(conn, [args], [started])
+        return started
+
+    started: Started = await plane.run_async("start", work)
     return started
+
+
+def keep_traces(
+    conn: Connection, starts: Sequence[StartArgs], outcomes: Sequence[Started | Refusal]
+) -> None:
+    """Write the `traceparent` of each new token that has one (spec 97 §2), in its start's
+    transaction; nothing when no start carries one (tracing off, no header)."""
+    pairs = [
+        (outcome.token.token, args.trace)
+        for args, outcome in zip(starts, outcomes, strict=True)
+        if args.trace is not None and isinstance(outcome, Started) and outcome.created
+    ]
+    if pairs:
+        insert_traces(conn, pairs)

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from sqlalchemy import Connection
 
+from stateous.control import tracing  # spec 97 §2
 from stateous.control.clock import Clock
 from stateous.control.engine.lease import expire_lease, expired_leases
 from stateous.control.engine.schedules import MOST_STEPS, due_schedules, run_step
@@ -173,9 +174,12 @@ class Ticker:
 
     def _fire(self, timer_id: int) -> bool:
         plane = self.plane
-        return plane.run(
+        started, timer = tracing.now(), tracing.timer_token(plane.store, timer_id)
+        fired = plane.run(
             "timer", lambda conn: fire_timer(conn, plane.clock, plane.config, timer_id)
         )
+        tracing.timer_fired(plane.store, started, timer_id, timer if fired else None)
+        return fired
 
     def _schedule(self, name: str) -> bool:
         """The steps of one due schedule, each its own transaction, until it is not due."""

@@ -53,6 +53,8 @@ class TokenWire(TypedDict):
     parent: NotRequired[str]
     #: The structure the token runs on (spec 90 §3), the full `sha256:…`.
     structure: NotRequired[str]
+    #: `GET /tokens/{id}` of a token with a trace (spec 97 §2): its 32 hex digits.
+    trace_id: NotRequired[str]
 
 
 class DuplicateWire(TypedDict):
@@ -92,6 +94,9 @@ class GrantWire(TypedDict):
     context: dict[str, Any]
     memory: dict[str, Any]
     entered_by: EnteredByWire
+    #: The claim's span (spec 97 §2), only for a token with a trace while `serve` traces: the
+    #: routine's span is its child.
+    traceparent: NotRequired[str]
 
 
 class HeartbeatWire(TypedDict):

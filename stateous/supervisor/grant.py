@@ -12,7 +12,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, cast, get_origin, get_type_hints, is_typeddict
+from typing import Any, NotRequired, cast, get_origin, get_type_hints, is_typeddict
 
 from stateous.model.wire import GrantWire
 from stateous.supervisor.outbox import Message
@@ -79,11 +79,22 @@ def _hints(wire: type) -> dict[str, Any]:
     return get_type_hints(wire)
 
 
+@functools.cache
+def _optional(wire: type) -> frozenset[str]:
+    """The keys of a TypedDict marked `NotRequired` (its `__optional_keys__` misses them under
+    `from __future__ import annotations`)."""
+    hints = get_type_hints(wire, include_extras=True)
+    return frozenset(key for key, hint in hints.items() if get_origin(hint) is NotRequired)
+
+
 def _checked(body: object, wire: type) -> dict[str, Any]:
     """`body` when it has every field of the TypedDict `wire` with its type, else ValueError."""
     if not isinstance(body, dict):
         raise ValueError("the answer is not a JSON object")
+    optional = _optional(wire)
     for key, hint in _hints(wire).items():
+        if key in optional and key not in body:
+            continue  # an additive field the control plane may leave out (`traceparent`)
         value = body.get(key)
         if is_typeddict(hint):
             inner = next(iter(_hints(hint)))

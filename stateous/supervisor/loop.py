@@ -20,6 +20,7 @@ from pathlib import Path
 
 from stateous.event_loop import loop_factory
 from stateous.model.errors import StateousError
+from stateous.supervisor import tracing
 from stateous.supervisor.beat import Beats
 from stateous.supervisor.claims import ClaimLoop
 from stateous.supervisor.folder import Settings
@@ -167,6 +168,7 @@ def supervise_folder(folder: Path) -> int:
 
     settings = read_folder(folder)
     outbox = Outbox(folder)
+    tracing.setup()  # spec 97 §2: only when OTEL_* asks for traces
     try:
         return asyncio.run(_main(settings, outbox), loop_factory=loop_factory())
     finally:
@@ -218,6 +220,7 @@ def embedded(folder: Path) -> Callable[[str], Awaitable[int]]:
 
     settings = read_folder(folder)
     configure_logging()
+    tracing.setup()  # spec 97 §2: the server's tracer, when it traces
 
     async def run(url: str) -> int:
         outbox: Outbox | None = None

@@ -13,8 +13,9 @@ import inspect
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from stateous.supervisor import tracing  # spec 97 §2
 from stateous.supervisor.grant import Grant, grant_from
 from stateous.supervisor.outbox import MessageKind, OutboxError
 from stateous.supervisor.outcome import error_text, failed, outcome_of
@@ -22,6 +23,9 @@ from stateous.supervisor.routine import Context
 from stateous.supervisor.sender import Sender
 from stateous.supervisor.shared import Shared
 from stateous.supervisor.threads import RoutineThreads
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 __all__ = ["GrantRunner"]
 
@@ -110,7 +114,17 @@ class GrantRunner:
             shared.wake.set()
 
     async def _run_routine(self, grant: Grant) -> dict[str, Any] | None:
-        """The routine's outcome, or None when the grant was lost or a forced stop began."""
+        """The routine's outcome, or None when the grant was lost or a forced stop began; the
+        routine runs inside its span when tracing is on (spec 97 §2)."""
+        span = tracing.routine_span(grant.claim)
+        outcome: dict[str, Any] | None = None
+        try:
+            outcome = await self._outcome(grant, span)
+        finally:
+            tracing.finish(span, outcome)
+        return outcome
+
+    async def _outcome(self, grant: Grant, span: Span | None) -> dict[str, Any] | None:
         routine = self.shared.registry.routines.get(grant.state)
         if routine is None:
             return failed(f"this supervisor has no routine for {grant.state!r}", grant.attempt)
@@ -128,7 +142,7 @@ class GrantRunner:
         )
         grant.running = True
         try:
-            work = _start_routine(grant, function, ctx, self.shared.threads)
+            work = _start_routine(grant, function, ctx, self.shared.threads, span)
             aborted: asyncio.Future[Any] = asyncio.ensure_future(grant.abort.wait())
             done, _ = await asyncio.wait({work, aborted}, return_when=asyncio.FIRST_COMPLETED)
             aborted.cancel()
@@ -151,14 +165,19 @@ class GrantRunner:
 
 
 def _start_routine(
-    grant: Grant, function: Callable[..., Any], ctx: Context[Any], threads: RoutineThreads
+    grant: Grant,
+    function: Callable[..., Any],
+    ctx: Context[Any],
+    threads: RoutineThreads,
+    span: Span | None = None,
 ) -> asyncio.Future[tuple[bool, Any]]:
-    """Start the routine; its future answers (True, result) or (False, error text)."""
+    """Start the routine, inside `span` (the current span where it runs); its future answers
+    (True, result) or (False, error text)."""
     if inspect.iscoroutinefunction(function):
 
         async def guarded() -> tuple[bool, Any]:
             try:
-                return True, await function(ctx)
+                return True, await tracing.call_async(span, function, ctx)
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # SystemExit too: a routine's failure, not ours
@@ -176,7 +195,7 @@ def _start_routine(
 
     def in_thread() -> None:
         try:
-            result: tuple[bool, Any] = (True, function(ctx))
+            result: tuple[bool, Any] = (True, tracing.call(span, function, ctx))
         except BaseException as exc:
             result = (False, error_text(exc, in_thread=True))
         finally:

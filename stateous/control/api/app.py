@@ -15,6 +15,7 @@ from litestar.params import FromPath
 from litestar.types import Receive
 from sqlalchemy import Connection
 
+from stateous.control import tracing  # spec 97 §2
 from stateous.control.api import batch as batch_routes  # spec 75 §1-3
 from stateous.control.api import bodies, edge, inbox, longpoll, openapi, operator, supervisors
 from stateous.control.api import bulk as bulk_routes  # spec 80 §1-2
@@ -52,6 +53,8 @@ from stateous.control.errors import not_found
 from stateous.control.plane import Plane
 from stateous.control.starts_together import start_alone
 from stateous.control.store.db import ENGINE_CALLS
+from stateous.control.store.traces import trace_of
+from stateous.model.tracing import trace_id_of
 
 Reply = batch_routes.Reply
 
@@ -59,23 +62,34 @@ Reply = batch_routes.Reply
 # --- tokens -------------------------------------------------------------------------------------
 
 
-async def start_reply(plane: Plane, actor: str | None, body: dict[str, Any]) -> Reply:
-    """Start a token (`201`), or answer the existing one (`200`)."""
+async def start_reply(
+    plane: Plane, actor: str | None, body: dict[str, Any], traceparent: str | None = None
+) -> Reply:
+    """Start a token (`201`), or answer the existing one (`200`); a new token keeps the trace
+    of the `traceparent` header, or a new one when `serve` traces (spec 97 §2)."""
     token_id, context = body.get("token"), body.get("context")
     by = bodies.by_arg(body, actor)
-    args = StartArgs(token_id, context, by)
-    if plane.starts is not None:  # with the starts that arrive together (spec 75 §4)
-        started = await plane.starts.start(args)
-    else:
-        started = await start_alone(plane, args)
-    return (201 if started.created else 200), token_wire(started.token)
+    trace = tracing.begin_start(traceparent)
+    args = StartArgs(token_id, context, by, None if trace is None else trace.traceparent)
+    try:
+        if plane.starts is not None:  # with the starts that arrive together (spec 75 §4)
+            started = await plane.starts.start(args)
+        else:
+            started = await start_alone(plane, args)
+    except Exception as exc:
+        tracing.end_start(trace, None, error=exc)
+        raise
+    wire = token_wire(started.token)
+    tracing.end_start(trace, wire, started.created)
+    return (201 if started.created else 200), wire
 
 
 @post("/tokens", status_code=201)
 async def start_token(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Start a token (`201`), or answer the existing one (`200`)."""
     body = await read_body(request)
-    return reply(await start_reply(plane_of(request), actor_of(request), body))
+    header = request.headers.get("traceparent")
+    return reply(await start_reply(plane_of(request), actor_of(request), body, header))
 
 
 @get("/tokens")
@@ -101,8 +115,17 @@ async def list_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 @get("/tokens/{token_id:str}")
 async def get_token(request: Request[Any, Any, Any], token_id: FromPath[str]) -> Response[bytes]:
-    """One token."""
-    return answer(await run(request, "token", lambda conn: reads.read_token(conn, token_id)))
+    """One token; with its `trace_id` when it has a trace (spec 97 §2)."""
+    return answer(await run(request, "token", lambda conn: traced_token(conn, token_id)))
+
+
+def traced_token(conn: Connection, token_id: str) -> Any:
+    """`reads.read_token` with the token's `trace_id` when it has a trace (spec 97 §2)."""
+    wire = reads.read_token(conn, token_id)
+    parent = trace_of(conn, wire["token"])
+    if parent is not None:
+        wire["trace_id"] = trace_id_of(parent)
+    return wire
 
 
 @get("/tokens/{token_id:str}/history")
@@ -129,6 +152,7 @@ async def fire_event(
     key = request.headers.get("idempotency-key")
     plane = plane_of(request)
     by = by_of(request, body)
+    started = tracing.now()
     fired = await run(
         request,
         "fire",
@@ -136,6 +160,9 @@ async def fire_event(
             conn, plane.clock, plane.config, token_id, event, body.get("payload"), key, by
         ),
     )
+    if tracing.on():
+        facts = {**tracing.token_facts(token_wire(fired.token)), "event": event}
+        await tracing.operation(plane, "stateous.fire", started, token_id, facts)
     if fired.duplicate:
         return answer({"duplicate": True, "token": token_wire(fired.token)})
     return answer(token_wire(fired.token))
@@ -145,10 +172,15 @@ def _steer_route(path: str, name: str, work: Callable[..., Any]) -> Any:
     async def steer(request: Request[Any, Any, Any], token_id: FromPath[str]) -> Response[bytes]:
         by = by_of(request, await read_body(request))  # spec 80 §1: `{}` or absent is fine
         plane = plane_of(request)
+        started = tracing.now()
         token = await run(
             request, name, lambda conn: work(conn, plane.clock, plane.config, token_id, by)
         )
-        return answer(token_wire(token))
+        wire = token_wire(token)
+        if tracing.on():
+            facts = tracing.token_facts(wire)
+            await tracing.operation(plane, f"stateous.{name}", started, token_id, facts)
+        return answer(wire)
 
     steer.__doc__ = f"{name.capitalize()} a top token."
     return post(path, status_code=200, name=name)(steer)
@@ -219,8 +251,11 @@ async def claim_reply(plane: Plane, receive: Receive, body: dict[str, Any]) -> R
 
     if not states:
         wait = 0.0  # no task can be queued for no state: nothing to wait for
+    started = tracing.now()
     gone = partial(longpoll.until_disconnect, receive)
     granted = await longpoll.claim_waiting(plane.wakeups, wait, attempt, gone, states, work)
+    if granted is not None and tracing.on():
+        await tracing.claimed(plane, started, [granted])  # the grant's `traceparent`
     return (204, None) if granted is None else (200, granted)
 
 
@@ -250,10 +285,14 @@ async def report_reply(
     """Report the outcome of the task a path's segment names (digits, already checked)."""
     outcome = replace(bodies.report_args(body), by=bodies.by_arg(body, actor))
     task_id = known_id(segment)
+    started = tracing.now()
     token = await plane.run_async(
         "report", lambda conn: report(conn, plane.clock, plane.config, task_id, outcome)
     )
-    return 200, token_wire(token)
+    wire = token_wire(token)
+    if tracing.on():
+        await tracing.reported(plane, started, task_id, body, wire)
+    return 200, wire
 
 
 @post("/tasks/{task:str}/report", status_code=200)
@@ -317,6 +356,7 @@ def create_app(
     """The Litestar application over one control plane; with `auth_token`, every route but
     `GET /health` needs it as a bearer token (spec 70 §5); `auth_names` are every accepted token
     with its name, the actor of what its requests do (spec 80 §1)."""
+    tracing.untraced_litestar()  # spec 97 §2: no OpenTelemetry import when off
     app = Litestar(
         route_handlers=[
             *ROUTES,

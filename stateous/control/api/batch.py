@@ -22,6 +22,7 @@ from litestar import Request, Response, get, post
 from litestar.types import Receive
 from sqlalchemy import Connection
 
+from stateous.control import tracing  # spec 97 §2
 from stateous.control.api import bodies, longpoll
 from stateous.control.api.acts import actor_of, by_of
 from stateous.control.api.answers import answer, known_id, plane_of, read_body, reply, run
@@ -204,8 +205,11 @@ async def claim_several(
 
     if not states:
         wait = 0.0  # no task can be queued for no state: nothing to wait for
+    started = tracing.now()
     gone = partial(longpoll.until_disconnect, receive)
     granted = await longpoll.claim_waiting(plane.wakeups, wait, attempt, gone, states, work)
+    if granted is not None and tracing.on():
+        await tracing.claimed(plane, started, granted)  # each grant's `traceparent`
     return (204, None) if granted is None else (200, {"grants": granted})
 
 
@@ -249,11 +253,15 @@ async def messages_reply(plane: Plane, actor: str | None, body: dict[str, Any]) 
     """Several reports, notes and memory writes, applied in order (spec 75 §2)."""
     _supervisor, messages = bodies.messages_args(body)
     operations = [message_operation(plane, actor, message) for message in messages]
+    started = tracing.now()
     answers = await run_in_order(plane, operations)
     # `stateous_reports` counts accepted reports, whichever route carried them.
     for message, answered in zip(messages, answers, strict=True):
         if message.type == "report" and answered["status"] == 200:
             plane.metrics.reports.inc()
+            if tracing.on():  # spec 97 §2
+                body = message.body
+                await tracing.reported(plane, started, message.task, body, answered["body"])
     return 200, {"answers": answers}
 
 

@@ -39,23 +39,31 @@ __all__ = ["LeanRoutes"]
 REPORT_PATH = re.compile(r"/tasks/([0-9]+)/report")
 JSON_HEADERS = [(b"content-type", b"application/json")]
 
-# (plane, actor, the report's task id or 0, receive, body) -> (status, value)
-Handler = Callable[[Plane, str | None, int, Receive, dict[str, Any]], Awaitable[Reply]]
+# (plane, actor, the report's task id or 0, scope, receive, body) -> (status, value)
+Handler = Callable[[Plane, str | None, int, Scope, Receive, dict[str, Any]], Awaitable[Reply]]
 
 
-def _start(plane: Plane, actor: str | None, _task: int, _r: Receive, body: dict[str, Any]) -> Any:
-    return routes.start_reply(plane, actor, body)
+def _start(
+    plane: Plane, actor: str | None, _task: int, scope: Scope, _r: Receive, body: dict[str, Any]
+) -> Any:
+    # A `traceparent` header is the trace the new token keeps (spec 97 §2).
+    traceparent = _header(scope, b"traceparent") or None
+    return routes.start_reply(plane, actor, body, traceparent)
 
 
-def _claim(plane: Plane, _actor: str | None, _task: int, receive: Receive, body: Any) -> Any:
+def _claim(
+    plane: Plane, _actor: str | None, _task: int, _s: Scope, receive: Receive, body: Any
+) -> Any:
     return routes.claim_reply(plane, receive, body)
 
 
-def _messages(plane: Plane, actor: str | None, _task: int, _r: Receive, body: Any) -> Any:
+def _messages(
+    plane: Plane, actor: str | None, _task: int, _s: Scope, _r: Receive, body: Any
+) -> Any:
     return messages_reply(plane, actor, body)
 
 
-def _report(plane: Plane, actor: str | None, task: int, _r: Receive, body: Any) -> Any:
+def _report(plane: Plane, actor: str | None, task: int, _s: Scope, _r: Receive, body: Any) -> Any:
     return routes.report_reply(plane, actor, task, body)
 
 
@@ -102,7 +110,8 @@ class LeanRoutes:
             path = scope["path"]
             actor = edge.check_header(path, _header(scope, b"authorization"), self.auth_names)
             raw = await edge.read_body(_header(scope, b"content-length"), receive)
-            status, value = await handler(self.plane, actor, task, receive, bodies.parse_body(raw))
+            body = bodies.parse_body(raw)
+            status, value = await handler(self.plane, actor, task, scope, receive, body)
         except Exception as exc:
             status, value = edge.refused(state, "POST", scope["path"], exc)
         await _send(send, status, value)

@@ -10,7 +10,7 @@ that a control plane nobody asks for its schema never needs.
 
 from __future__ import annotations
 
-from typing import Any, Literal, cast, get_type_hints
+from typing import Any, Literal, NotRequired, cast, get_origin, get_type_hints
 
 from litestar import Litestar
 from litestar.openapi.spec import Components, Operation, PathItem, Schema
@@ -42,6 +42,10 @@ class Token(_Open):
     entered_at: str
     parent: str = Field(default="", description="Present only on a child token.")
     structure: str = Field(default="", description="The structure the token runs on (sha256:…).")
+    trace_id: str = Field(
+        default="",
+        description="`GET /tokens/{id}` only, on a token with a trace (spec 97 §2): its trace id.",
+    )
 
 
 class Duplicate(_Open):
@@ -63,8 +67,13 @@ class HistoryEntry(_Open):
 def _from_wire(name: str, wire: type, doc: str, nested: dict[type, type[BaseModel]]) -> type[_Open]:
     """The open model of a wire TypedDict of `stateous.model.wire`, which alone lists the fields;
     `nested` names the models that stand for the TypedDicts inside it."""
+    marked = get_type_hints(wire, include_extras=True)
     fields: dict[str, Any] = {
-        key: (nested.get(hint, hint), ...) for key, hint in get_type_hints(wire).items()
+        key: (
+            nested.get(hint, hint),
+            Field(default="") if get_origin(marked[key]) is NotRequired else ...,
+        )
+        for key, hint in get_type_hints(wire).items()
     }
     return create_model(name, __base__=_Open, __doc__=doc, __module__=__name__, **fields)
 
@@ -675,6 +684,11 @@ def _operation(method: str, path: str, op: Operation) -> None:
         key = {"name": "Idempotency-Key", "in": "header", "required": False,
                "schema": {"type": "string", "minLength": 1, "maxLength": 256}}  # fmt: skip
         op.parameters = [*(op.parameters or []), cast(Any, key)]
+    if (method, path) == ("post", "/tokens"):  # spec 97 §2
+        parent = {"name": "traceparent", "in": "header", "required": False,
+                  "schema": {"type": "string"},
+                  "description": "W3C Trace Context: the trace the new token keeps."}  # fmt: skip
+        op.parameters = [*(op.parameters or []), cast(Any, parent)]
     if method == "get" and path in QUERIES:
         extra = [{"name": name, "in": "query", "required": False,
                   "schema": {"type": "string"}, "description": text}

@@ -40,6 +40,8 @@ class StartArgs:
     token: Any
     context: Any
     by: Mapping[str, Any] | None = None
+    #: The `traceparent` a new token keeps (spec 97 §2), written by the caller; None: none.
+    trace: str | None = None
 
 
 class Raced(Exception):

@@ -35,7 +35,7 @@ BY_0012 = frozenset({"search_keys", "token_keys"})
 BY_0013: frozenset[str] = frozenset({"stats_counts", "stats_deltas"})
 BY_0014: frozenset[str] = frozenset()
 BY_0015: frozenset[str] = frozenset({"schedules"})
-BY_0016: frozenset[str] = frozenset()
+BY_0016: frozenset[str] = frozenset({"token_traces"})
 LATER = BY_0013 | BY_0014 | BY_0015 | BY_0016
 
 # The tables each revision has, to find a missing or a foreign table; its keys are every

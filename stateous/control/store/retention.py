@@ -30,6 +30,7 @@ from stateous.control.store.tables import (
     workflow_versions,
 )
 from stateous.control.store.token_keys import delete_keys, insert_keys, rows_of
+from stateous.control.store.traces import delete_traces
 
 #: The statuses of an ended token.
 ENDED = ("completed", "failed", "cancelled")
@@ -90,6 +91,7 @@ def delete_family(conn: Connection, ids: Sequence[str]) -> None:
     for table in (tasks, timers, memory, audit, ledger):
         _delete_by_token(conn, table, ids)
     delete_keys(conn, ids)
+    delete_traces(conn, ids)  # spec 97 §2
     _delete_by_token(conn, tokens, ids)
 
 

@@ -377,6 +377,16 @@ stats_deltas = Table(
     Column("n", Integer, nullable=False),
 )
 
+# Spec 97 §2: a token's W3C `traceparent` (its trace, and the span its later spans are children
+# of), written with its start only when `serve` traces or the start came with the header: the
+# tokens table and the hot path stay as they were. Pruned with the token.
+token_traces = Table(
+    "token_traces",
+    metadata,
+    Column("token", String(256), primary_key=True),
+    Column("traceparent", String(64), nullable=False),
+)
+
 #: Every table name Stateous uses, for the start-up checks of spec 20 §3.4.
 TABLE_NAMES: tuple[str, ...] = (
     "audit",
@@ -396,6 +406,7 @@ TABLE_NAMES: tuple[str, ...] = (
     "tasks",
     "timers",
     "token_keys",
+    "token_traces",
     "tokens",
     "workflow_versions",
 )

@@ -266,3 +266,28 @@ def test_a_closed_stdout_ends_quietly() -> None:
     assert reader.stdin is not None
     reader.stdin.close()
     assert (done.returncode, done.stderr) == (1, "")
+
+
+def test_show_prints_the_trace_id_of_a_token_with_a_trace(
+    server: tuple[str, Script], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Spec 97 §2: `GET /tokens/{id}` has `trace_id` when the token has a trace.
+    url, script = server
+    monkeypatch.setenv("TZ", "UTC")
+    import time
+
+    time.tzset()
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    script.answer(200, json.dumps({**TOKEN, "trace_id": trace}))
+    script.answer(200, "[]")
+    script.answer(
+        200,
+        json.dumps(
+            [{"seq": 1, "at": "2026-10-06T23:43:39Z", "kind": "started", "data": {"context": {}}}]
+        ),
+    )
+    assert run(["token", "show", "TICKET-1", "--url", url], capsys) == (
+        0,
+        f"TICKET-1: testing, active\n  trace {trace}\n23:43:39  #1  started\n",
+        "",
+    )

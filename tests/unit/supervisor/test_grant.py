@@ -24,6 +24,11 @@ def test_a_good_answer_is_kept_as_it_came() -> None:
     assert (grant.lost, grant.reporting, grant.running, grant.stuck) == (False,) * 4
 
 
+def test_a_grant_with_a_traceparent_keeps_it() -> None:
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    assert grant_from({**GOOD, "traceparent": parent}).claim["traceparent"] == parent
+
+
 @pytest.mark.parametrize(
     ("body", "why"),
     [
@@ -39,6 +44,7 @@ def test_a_good_answer_is_kept_as_it_came() -> None:
         ({**GOOD, "entered_by": {}}, "'entered_by' has no name"),
         ({**GOOD, "entered_by": "submitted"}, "'entered_by' has no name"),
         ({**GOOD, "entered_by": {"name": 1}}, "'entered_by' has no name"),
+        ({**GOOD, "traceparent": 1}, "'traceparent' is missing or has the wrong type"),
     ],
 )
 def test_an_answer_that_is_not_a_grant_says_why(body: object, why: str) -> None:
@@ -51,4 +57,6 @@ def test_the_openapi_models_have_the_fields_of_the_one_definition() -> None:
     assert list(Grant.model_fields) == list(get_type_hints(GrantWire))
     assert list(EnteredBy.model_fields) == list(get_type_hints(EnteredByWire)) == ["name"]
     assert Grant.model_fields["entered_by"].annotation is EnteredBy
-    assert Grant.model_json_schema()["required"] == list(get_type_hints(GrantWire))
+    # `traceparent` (spec 97 §2) is additive: only a token with a trace has it.
+    required = [key for key in get_type_hints(GrantWire) if key != "traceparent"]
+    assert Grant.model_json_schema()["required"] == required
