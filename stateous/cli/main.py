@@ -44,6 +44,7 @@ CONTEXT_SETTINGS = {"help_option_names": ["--help"], "max_content_width": 100}
         "token": "stateous.cli.token:token_group",
         "versions": "stateous.cli.versions:versions_command",
         "bulk": "stateous.cli.bulk:bulk_group",
+        "schedule": "stateous.cli.schedule:schedule_group",
         "inbox": "stateous.cli.inbox:inbox_command",
         "stats": "stateous.cli.stats:stats_command",
         "console": "stateous.cli.console:console_command",

@@ -264,7 +264,10 @@ def _field(data: Mapping[str, Any], name: str) -> str:
 
 
 def _started(data: Mapping[str, Any]) -> str:
-    return f"started by {_field(data, 'parent')}" if "parent" in data else "started"
+    if "parent" in data:
+        return f"started by {_field(data, 'parent')}"
+    # A token a schedule started (spec 97 §1).
+    return f"started by schedule {_field(data, 'schedule')}" if "schedule" in data else "started"
 
 
 def _entered(data: Mapping[str, Any]) -> str:

@@ -27,6 +27,7 @@ T1 = "2026-10-06T23:43:47.575304Z"
 EVERY_KIND: list[tuple[str, dict[str, Any], str]] = [
     ("started", {"context": {"repo": "acme/api"}}, "started"),
     ("started", {"context": {}, "parent": "T-1"}, "started by T-1"),
+    ("started", {"context": {}, "schedule": "nightly"}, "started by schedule nightly"),
     (
         "branch_started",
         {"workflow": "review", "token": "T-1.reviews.1.review"},
