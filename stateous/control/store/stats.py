@@ -73,6 +73,17 @@ def counts(conn: Connection) -> list[Count]:
     return [Count.from_row(row) for row in conn.execute(query)]
 
 
+def live_tops_by_structure(conn: Connection) -> dict[str, int]:
+    """How many top tokens are active or paused, by structure (a top token's workflow is ''),
+    from the counts; a token of no structure (before migration 0011) is left out."""
+    live: dict[str, int] = {}
+    for count in counts(conn):
+        top = count.kind == "token" and not count.workflow
+        if top and count.structure and count.status in _LIVE:
+            live[count.structure] = live.get(count.structure, 0) + count.n
+    return live
+
+
 def stats(conn: Connection, states: Iterable[str], token_statuses: Iterable[str]) -> Stats:
     """Counts by token status, and by state (`states` first, in their order, all present)."""
     by_status = dict.fromkeys(token_statuses, 0)

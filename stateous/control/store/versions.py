@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, func, insert, literal, select
+from sqlalchemy import Connection, insert, literal, select
 
-from stateous.control.store.tables import TOKEN_IS_LIVE_TOP, tokens, workflow_versions
+from stateous.control.store.stats import live_tops_by_structure
+from stateous.control.store.tables import workflow_versions
 
 
 @dataclass(frozen=True)
@@ -53,10 +54,7 @@ def record_version(
 
 
 def live_by_structure(conn: Connection) -> dict[str, int]:
-    """How many top tokens are active or paused, by structure (a walk of `tokens_structure`)."""
-    query = (
-        select(tokens.c.structure, func.count())
-        .where(TOKEN_IS_LIVE_TOP)
-        .group_by(tokens.c.structure)
-    )
-    return {str(s): int(n) for s, n in conn.execute(query) if s is not None}
+    """How many top tokens are active or paused, by structure: from the counts that migration
+    0013's triggers keep (spec 95 §3), not a walk of `tokens_structure` (100,000 live tokens
+    took it 120-200 ms on SQLite)."""
+    return live_tops_by_structure(conn)

@@ -20,7 +20,8 @@ from stateous.control.store import migrate
 from stateous.control.store.db import Store, make_engine
 from stateous.control.store.operator_queries import state_name
 from stateous.control.store.stats import Stats, fold_deltas, stats
-from stateous.control.store.tables import TASK_IS_OPEN, tasks, tokens
+from stateous.control.store.tables import TASK_IS_OPEN, TOKEN_IS_LIVE_TOP, tasks, tokens
+from stateous.control.store.versions import live_by_structure
 from stateous.model.wire import TOKEN_STATUSES
 from tests.unit.control.harness import Engine
 from tests.unit.control.test_migrate import DEV1, DEV2, T0, V1, V2, Versioned, versioned
@@ -65,7 +66,11 @@ def same(store: Store, states: list[str]) -> Stats:
     fold of the deltas); answers them."""
     with store.begin() as conn:
         kept, scanned = stats(conn, states, TOKEN_STATUSES), scan_stats(conn, states)
+        live = live_by_structure(conn)
+        live_tops = select(tokens.c.structure, func.count()).where(TOKEN_IS_LIVE_TOP)
+        walked = conn.execute(live_tops.group_by(tokens.c.structure)).all()
     assert kept == scanned
+    assert live == {structure: n for structure, n in walked if structure is not None}
     if not store.sqlite:
         with store.begin() as conn:
             fold_deltas(conn)
