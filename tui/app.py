@@ -23,6 +23,7 @@ from stateous.tui.screens.help import HelpScreen
 from stateous.tui.screens.inbox import InboxScreen
 from stateous.tui.screens.leases import LeasesScreen
 from stateous.tui.screens.outboxes import OutboxesScreen
+from stateous.tui.screens.read_only import acts
 from stateous.tui.screens.token import TokenScreen
 from stateous.tui.screens.tokens import TokensScreen
 from stateous.tui.screens.versions import VersionsScreen
@@ -34,6 +35,11 @@ Clock = Callable[[], datetime]
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def _acts(callback: Callable[..., Any]) -> bool:
+    """Whether a palette command runs an action that acts (`action_retry`, ...)."""
+    return acts(getattr(callback, "__name__", "").removeprefix("action_"))
 
 
 class ConsoleApp(App[None]):
@@ -76,6 +82,9 @@ class ConsoleApp(App[None]):
     """The bulk job started from this console, as last polled (spec 80 §2)."""
     unreachable: var[str | None] = var(None)
     """Why the control plane cannot be reached now; None while it answers."""
+    read_only: var[bool] = var(False)
+    """The console's token may only read (`GET /health` answers `"access": "read"`, spec 97 §3):
+    the keys that act show `read only` and do nothing."""
 
     def __init__(
         self,
@@ -147,6 +156,7 @@ class ConsoleApp(App[None]):
             if graph is not None:
                 self.graph = graph
         self.health = health
+        self.read_only = health.get("access") == "read"
         stats = await self.call(self.plane.stats(), quiet=True)
         if stats is not None:
             self.stats = stats
@@ -246,7 +256,12 @@ class ConsoleApp(App[None]):
         yield SystemCommand("Help", "The keys of this screen (?)", self.action_help)
         commands = getattr(screen, "palette_commands", None)
         if callable(commands):
-            yield from commands()
+            # A read-only console offers no command that acts (spec 97 §3).
+            yield from (c for c in commands() if not (self.read_only and _acts(c.callback)))
+
+    def watch_read_only(self, _read_only: bool) -> None:
+        """Draw the footer's keys again: the keys that act, or `read only`."""
+        self.screen.refresh_bindings()
 
     def watch_theme(self, theme: str) -> None:
         """Remember the theme for the next start."""

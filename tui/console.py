@@ -50,6 +50,10 @@ class Console(Protocol):
         """Follow a bulk job in the status bar until it ends."""
 
     @property
+    def read_only(self) -> bool:
+        """The console's token may only read (spec 97 §3)."""
+
+    @property
     def unreachable(self) -> str | None:
         """Why the control plane cannot be reached now; None while it answers."""
 

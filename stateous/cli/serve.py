@@ -46,8 +46,9 @@ def _retain(_ctx: click.Context, _param: click.Parameter, text: str | None) -> t
     "--auth-token-file",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="Require 'Authorization: Bearer <token>' with the token in this file "
-    "(default: STATEOUS_AUTH_TOKEN when set; else no authentication).",
+    help="Require 'Authorization: Bearer <token>' with a token of this file, one a line as "
+    "'name: token role' (name and role optional; the file must be chmod 600; default: "
+    "STATEOUS_AUTH_TOKEN when set; else no authentication).",
 )
 @click.option(
     "--replica",
@@ -79,19 +80,21 @@ def serve_command(
     """
     from stateous.control.knobs import with_env_knobs
     from stateous.control.runtime import run_control_plane, setup_logging
-    from stateous.model.auth import named_tokens_from
+    from stateous.model.auth import grants_from
 
     setup_logging()
+    # The tokens with their names and roles (spec 80 §1, 97 §3); a file others can read stops here.
+    grants = grants_from(auth_token_file)
+    token = next(iter(grants), None)
     # The spec's durations, unless a test shortened them (stateous.control.knobs).
-    names = named_tokens_from(auth_token_file)
-    token = next(iter(names), None)
     settings = with_env_knobs(
         Settings(
             graph_path=graph,
             db_url=db_url,
             listen=listen,
             auth_token=token,
-            auth_names=tuple(names.items()),
+            auth_names=tuple((key, grant.name) for key, grant in grants.items()),
+            auth_grants=tuple(grants.items()),
             replica=replica,
             retain=retain,
         )

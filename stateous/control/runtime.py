@@ -148,7 +148,10 @@ class ControlPlane:
         self.lost = False
         self.stop_event = asyncio.Event()
         app = create_app(
-            plane, auth_token=settings.auth_token, auth_names=dict(settings.auth_names)
+            plane,
+            auth_token=settings.auth_token,
+            auth_names=dict(settings.auth_names),
+            auth_grants=dict(settings.auth_grants) or None,
         )
         app.state.presence_every = settings.since_every  # GET /control-planes (spec 85 §1)
         config = uvicorn.Config(

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from stateous.model.auth import Grant
 from stateous.model.environment import DEFAULTS
 
 DEFAULT_DB_URL = "sqlite:///stateous.db"
@@ -28,6 +29,8 @@ class Settings:
     auth_token: str | None = None  # spec 70 §5: None, no authentication
     #: Every accepted token with its name (spec 80 §1: the actor); empty: `auth_token` alone.
     auth_names: tuple[tuple[str, str | None], ...] = ()
+    #: Every accepted token with its name and role (spec 97 §3); empty: `auth_names`, as admin.
+    auth_grants: tuple[tuple[str, Grant], ...] = ()
     #: `--replica` (spec 85 §1): serve beside the holder of a Postgres database.
     replica: bool = False
     #: `--retain DURATION` (spec 95 §2): prune ended tokens older than this; None: keep all.

@@ -126,6 +126,7 @@ def test_against_a_control_plane_with_an_auth_token(tmp_path: Path) -> None:
     sdlc(tmp_path)
     old = write_graph(tmp_path, old_sdlc(), "old.json")
     (tmp_path / "token.txt").write_text(TOKEN + "\n", encoding="utf-8")
+    (tmp_path / "token.txt").chmod(0o600)  # serve refuses a token file others can read
     extra = ["--auth-token-file", str(tmp_path / "token.txt")]
     with serve_process(old, sqlite_url(tmp_path), cwd=tmp_path, extra=extra) as served:
         code, out, err = run("compile", "sdlc/flow.py", "--against", served.url, cwd=tmp_path)

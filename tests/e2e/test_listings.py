@@ -117,6 +117,7 @@ def test_stats_counts_by_status_and_by_state(five: str) -> None:
 
 def test_stats_with_an_auth_token(tmp_path: Path) -> None:
     (tmp_path / "token.txt").write_text("s3cret-token-of-the-test\n", encoding="utf-8")
+    (tmp_path / "token.txt").chmod(0o600)  # serve refuses a token file others can read
     extra = ["--auth-token-file", str(tmp_path / "token.txt")]
     graph = write_graph(tmp_path, SDLC)
     with serve_process(graph, sqlite_url(tmp_path), cwd=tmp_path, extra=extra) as served:

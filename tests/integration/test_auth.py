@@ -45,6 +45,7 @@ ROUTES = [
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     folder = tmp_path_factory.mktemp("auth")
     (folder / "token.txt").write_text(TOKEN + "\n", encoding="utf-8")
+    (folder / "token.txt").chmod(0o600)  # serve refuses a token file others can read
     extra = ["--auth-token-file", str(folder / "token.txt")]
     env = {"STATEOUS_LEASE_SECONDS": "3", "STATEOUS_TICK_SECONDS": "0.2"}
     with serve_process(SDLC, sqlite_url(folder), cwd=folder, extra=extra, env=env) as running:
@@ -159,6 +160,7 @@ def test_a_bad_token_file_stops_serve_and_supervise(tmp_path: Path) -> None:
         f"error: cannot read the token file {tmp_path / 'none'}: no such file or directory"
     )
     (tmp_path / "empty").write_text("\n", encoding="utf-8")
+    (tmp_path / "empty").chmod(0o600)
     done = subprocess.run(
         [sys.executable, "-m", "stateous", "serve", str(SDLC), "--db", sqlite_url(tmp_path),
          "--listen", "127.0.0.1:0", "--auth-token-file", str(tmp_path / "empty")],

@@ -21,6 +21,7 @@ from stateous.control.runtime import serve_version
 from stateous.control.served import load_versions
 from stateous.control.store import migrate
 from stateous.control.store.db import Store, make_engine
+from stateous.model.auth import Grant
 from stateous.model.graph import load_graph
 from tests.support.graphs import graph_text
 from tests.support.ports import free_port
@@ -42,6 +43,7 @@ def running_api(
     *,
     busy: float = 30.0,
     auth_names: dict[str, str | None] | None = None,
+    auth_grants: dict[str, Grant] | None = None,
     migrate_first: bool = True,
     fast_path: bool = True,
 ) -> Iterator[RunningApi]:
@@ -51,6 +53,7 @@ def running_api(
 
     `busy` shortens the database's wait for a lock (SQLite busy timeout, Postgres lock_timeout);
     `auth_names` turns authentication on with these tokens and names (spec 70 §5, 80 §1);
+    `auth_grants` with these tokens, names and roles (spec 97 §3);
     `fast_path=False` serves Litestar's application alone, without the hot routes in front of it.
     """
     store = Store(make_engine(db_url, busy_timeout=busy, lock_timeout=busy))
@@ -62,7 +65,7 @@ def running_api(
     serve_version(store, graph, clock)  # as `serve` does: recorded, current (spec 90 §2)
     plane = Plane(store, EngineConfig(graph, versions=load_versions(store, graph)), clock)
     port = free_port()
-    app = create_app(plane, auth_names=auth_names)
+    app = create_app(plane, auth_names=auth_names, auth_grants=auth_grants)
     config = uvicorn.Config(
         LeanRoutes(app) if fast_path else app,
         host="127.0.0.1",

@@ -17,6 +17,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+from stateous.tui.screens.read_only import READ_ONLY, acts, read_only
+
 OURS = "stateous."
 """The module prefix of the console's own classes (Textual's bindings are not ours to list)."""
 
@@ -97,10 +99,12 @@ def help_rows(screen: Screen[Any], app: App[Any]) -> list[HelpRow]:
 
     def add(bindings: Iterable[Binding], everywhere: bool) -> None:
         for binding in bindings:
-            if binding.action in seen:
-                continue
+            if binding.action in seen or binding.group == READ_ONLY:
+                continue  # a key's `read only` twin: the key's own row says it
             seen.add(binding.action)
             does = LONGER.get(binding.action) or binding.tooltip or binding.description
+            if acts(binding.action) and read_only(app):
+                does = f"{does} (read only)"
             rows.append(HelpRow(key_text(binding), does, binding.action, everywhere))
 
     add(declared(type(screen)), everywhere=False)

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from stateous.tui.format import local_time, since
 from stateous.tui.screens.fire import FireScreen
+from stateous.tui.screens.read_only import ReadOnlyScreen, read_only, with_read_only
 from stateous.tui.widgets import Banner, StatusBar
 from stateous.tui.widgets.polling import PollingScreen
 from stateous.tui.widgets.tables import add_columns, fill
@@ -53,13 +54,13 @@ def inbox_row(entry: dict[str, Any], now: datetime) -> list[Text]:
     ]
 
 
-class InboxScreen(PollingScreen):
+class InboxScreen(PollingScreen, ReadOnlyScreen):
     """The waiting tasks of live tokens, the longest waiting first, from the app's poll."""
 
     TITLE = "inbox"
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "answer", "Answer (fire)"),
+        *with_read_only([Binding("enter", "answer", "Answer (fire)")]),
     ]
 
     def __init__(self) -> None:
@@ -107,7 +108,10 @@ class InboxScreen(PollingScreen):
         self.action_answer()
 
     def action_answer(self) -> None:
-        """Open the fire form of the token under the cursor."""
+        """Open the fire form of the token under the cursor; nothing on a read-only console
+        (`enter` on the table selects a row without asking `check_action`)."""
+        if read_only(self):
+            return
         entry = self.chosen()
         if entry is None:
             return

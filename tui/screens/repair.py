@@ -17,12 +17,15 @@ from textual.widgets.option_list import Option
 from stateous.model.history import display_state
 from stateous.tui.screens.confirm import REASON_ID, ConfirmScreen, reason_field, typed_reason
 from stateous.tui.screens.migrate import MigratingScreen
+from stateous.tui.screens.read_only import with_read_only
 
-REPAIR_BINDINGS = [
-    Binding("R", "retry", "Retry"),
-    Binding("m", "move", "Move"),
-    Binding("M", "migrate", "Migrate", tooltip="migrate to the current version (spec 90)"),
-]
+REPAIR_BINDINGS = with_read_only(
+    [
+        Binding("R", "retry", "Retry"),
+        Binding("m", "move", "Move"),
+        Binding("M", "migrate", "Migrate", tooltip="migrate to the current version (spec 90)"),
+    ]
+)
 
 
 def move_question(token: dict[str, Any]) -> str:

@@ -6,24 +6,27 @@ from typing import Any
 
 from textual import work
 from textual.binding import Binding
-from textual.screen import Screen
 
 from stateous.model.history import token_line
 from stateous.tui.console import Console
 from stateous.tui.screens.confirm import ConfirmScreen
 from stateous.tui.screens.fire import FireScreen
+from stateous.tui.screens.read_only import ReadOnlyScreen, with_read_only
 from stateous.tui.screens.start import StartScreen
 
-STEERING_BINDINGS = [
-    Binding("p", "steer('pause')", "Pause"),
-    Binding("r", "steer('resume')", "Resume"),
-    Binding("c", "cancel", "Cancel"),
-    Binding("f", "fire", "Fire"),
-    Binding("s", "start", "Start"),
-]
+# Each with its `read only` twin (spec 97 §3: a console whose token may only read).
+STEERING_BINDINGS = with_read_only(
+    [
+        Binding("p", "steer('pause')", "Pause"),
+        Binding("r", "steer('resume')", "Resume"),
+        Binding("c", "cancel", "Cancel"),
+        Binding("f", "fire", "Fire"),
+        Binding("s", "start", "Start"),
+    ]
+)
 
 
-class SteeringScreen(Screen[None]):
+class SteeringScreen(ReadOnlyScreen):
     """A screen with a selected token that the steering keys act on.
 
     A subclass says which token is selected and how to show a token the control plane sent back.

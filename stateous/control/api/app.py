@@ -3,7 +3,7 @@ health and workflow routes, and the route functions the fast path (api/lean.py) 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -17,7 +17,16 @@ from sqlalchemy import Connection
 
 from stateous.control import tracing  # spec 97 §2
 from stateous.control.api import batch as batch_routes  # spec 75 §1-3
-from stateous.control.api import bodies, edge, inbox, longpoll, openapi, operator, supervisors
+from stateous.control.api import (
+    bodies,
+    edge,
+    inbox,
+    longpoll,
+    openapi,
+    operator,
+    roles,  # spec 97 §3
+    supervisors,
+)
 from stateous.control.api import bulk as bulk_routes  # spec 80 §1-2
 from stateous.control.api import migrate as migrate_routes  # spec 90 §5
 from stateous.control.api import planes as plane_routes  # spec 85 §1
@@ -54,6 +63,7 @@ from stateous.control.plane import Plane
 from stateous.control.starts_together import start_alone
 from stateous.control.store.db import ENGINE_CALLS
 from stateous.control.store.traces import trace_of
+from stateous.model.auth import Grant
 from stateous.model.tracing import trace_id_of
 
 Reply = batch_routes.Reply
@@ -218,11 +228,16 @@ async def workflow_versions(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 @get("/health")
 async def health(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """The workflow's name, the served graph's checksum and this control plane's role."""
+    """The workflow's name, the served graph's checksum and this control plane's role; with
+    authentication on and a valid token, that token's role as `access` (spec 97 §3)."""
     plane = plane_of(request)
     plane.check_serving()
     graph = plane.config.graph
-    return answer({"workflow": graph.workflow, "checksum": graph.checksum, "role": plane.role})
+    value = {"workflow": graph.workflow, "checksum": graph.checksum, "role": plane.role}
+    access = roles.access_of(request)  # what the caller's token may do (spec 97 §3)
+    if access is not None:
+        value["access"] = access
+    return answer(value)
 
 
 # --- tasks --------------------------------------------------------------------------------------
@@ -340,10 +355,13 @@ ROUTES = [
 
 async def no_options(request: Request[Any, Any, Any]) -> None:
     """Before every route: Litestar answers OPTIONS by itself, and this API has no such method
-    (`405`); then the bearer token (spec 70 §5), and only the JSON document under `/schema`."""
+    (`405`); then the bearer token (spec 70 §5) and its role (spec 97 §3), and only the JSON
+    document under `/schema`."""
     if request.method == "OPTIONS":
         raise MethodNotAllowedException()
-    request.state.actor = edge.check_bearer(request, request.app.state.auth_names)
+    grant = edge.check_bearer(request, request.app.state.auth_grants)
+    request.state.actor = None if grant is None else grant.name
+    await roles.admit(request, grant)
     openapi.only_the_document(request)
 
 
@@ -352,10 +370,12 @@ def create_app(
     *,
     auth_token: str | None = None,
     auth_names: dict[str, str | None] | None = None,
+    auth_grants: Mapping[str, Grant] | None = None,
 ) -> Litestar:
     """The Litestar application over one control plane; with `auth_token`, every route but
     `GET /health` needs it as a bearer token (spec 70 §5); `auth_names` are every accepted token
-    with its name, the actor of what its requests do (spec 80 §1)."""
+    with its name, the actor of what its requests do (spec 80 §1), each `admin`; `auth_grants`
+    every accepted token with its name and role (spec 97 §3), instead of both."""
     tracing.untraced_litestar()  # spec 97 §2: no OpenTelemetry import when off
     app = Litestar(
         route_handlers=[
@@ -381,7 +401,8 @@ def create_app(
     )
     app.state.plane = plane
     app.state.auth_token = auth_token
-    app.state.auth_names = auth_names or ({auth_token: None} if auth_token else {})
+    names = auth_names or ({auth_token: None} if auth_token else {})
+    app.state.auth_grants = dict(auth_grants or {t: Grant(name) for t, name in names.items()})
     # The reads' worker threads: reads beyond this would only wait for a pooled connection.
     app.state.reads = CapacityLimiter(ENGINE_CALLS)
     return app

@@ -25,6 +25,7 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from stateous.control.errors import Refusal
 from stateous.control.plane import Plane
+from stateous.model.auth import Grant
 
 __all__ = [
     "MAX_BODY",
@@ -36,6 +37,7 @@ __all__ = [
     "check_header",
     "count",
     "envelope_bytes",
+    "grant_of",
     "json_bytes",
     "read_body",
     "refusal_answer",
@@ -137,32 +139,39 @@ async def read_body(content_length: str, receive: Receive) -> bytes:
     return b"".join(chunks)
 
 
-# --- authentication (spec 70 §5, 80 §1) ---------------------------------------------------------
+# --- authentication (spec 70 §5, 80 §1, 97 §3) ----------------------------------------------------
 
 
-def check_bearer(request: Request[Any, Any, Any], tokens: Mapping[str, str | None]) -> str | None:
+def check_bearer(request: Request[Any, Any, Any], tokens: Mapping[str, Grant]) -> Grant | None:
     """`check_header` for a Litestar request."""
     return check_header(request.url.path, request.headers.get("authorization", ""), tokens)
 
 
-def check_header(path: str, header: str, tokens: Mapping[str, str | None]) -> str | None:
+def check_header(path: str, header: str, tokens: Mapping[str, Grant]) -> Grant | None:
     """Refuse `401 unauthorized` unless the `Authorization` header carries one of `tokens` (none:
-    nothing to check; `GET /health` is never checked); answer that token's name (spec 80 §1: the
-    actor of what the request does), or None.
+    nothing to check; `GET /health` is never checked); answer that token's grant: its name (spec
+    80 §1: the actor of what the request does) and its role (spec 97 §3), or None."""
+    if not tokens or path == "/health":
+        return None
+    grant = grant_of(header, tokens)
+    if grant is None:
+        raise Refusal("unauthorized", UNAUTHORIZED, 401)
+    return grant
+
+
+def grant_of(header: str, tokens: Mapping[str, Grant]) -> Grant | None:
+    """The grant of the token an `Authorization: Bearer` header carries; None for no header,
+    another scheme or a token not in `tokens`.
 
     Each comparison takes the same time wherever the two differ (hmac.compare_digest), and every
     token is compared, so the answer's timing does not tell a caller how much of a guess was right.
     """
-    if not tokens or path == "/health":
-        return None
     given = header[len(_PREFIX) :].strip() if header[: len(_PREFIX)].lower() == _PREFIX else ""
-    matched: list[str | None] = []
-    for token, name in tokens.items():
+    matched: list[Grant] = []
+    for token, grant in tokens.items():
         if hmac.compare_digest(given.encode("utf-8"), token.encode("utf-8")):
-            matched.append(name)
-    if not matched:
-        raise Refusal("unauthorized", UNAUTHORIZED, 401)
-    return matched[0]
+            matched.append(grant)
+    return matched[0] if matched else None
 
 
 # --- the count of requests (spec 70 §3) ---------------------------------------------------------

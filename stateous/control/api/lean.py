@@ -5,9 +5,9 @@ A token's life is mostly four routes: `POST /tokens`, `POST /tasks/claim`, `POST
 CPU before and after the engine's own work (its router, a `Request`, the middleware stack, a
 `Response`), a fifth of `serve`'s CPU per token. Here those four are recognised by method and
 path, and answered by the same route functions (`start_reply`, `claim_reply`,
-`messages_reply`, `report_reply`) with the same checks in the same order: the bearer token,
-the body's size and JSON, then the route's own. Every other request goes to Litestar
-unchanged, and so does a report path whose task segment is not digits (its `404`).
+`messages_reply`, `report_reply`) with the same checks in the same order: the bearer token
+and its role (spec 97 §3), the body's size and JSON, then the route's own. Every other request
+goes to Litestar unchanged, and so does a report path whose task segment is not digits (its `404`).
 
 What a client sees is what Litestar answers, because the edge of both is one module
 (stateous.control.api.edge: the body limit, the bearer token, the refusal envelope and the
@@ -30,9 +30,10 @@ from litestar.enums import ScopeType
 from litestar.types import Receive, Scope, Send
 
 from stateous.control.api import app as routes
-from stateous.control.api import bodies, edge
+from stateous.control.api import bodies, edge, roles
 from stateous.control.api.batch import Reply, messages_reply
 from stateous.control.plane import Plane
+from stateous.model.auth import Grant
 
 __all__ = ["LeanRoutes"]
 
@@ -82,7 +83,7 @@ class LeanRoutes:
     def __init__(self, app: Litestar) -> None:
         self.app = app
         self.plane: Plane = app.state.plane
-        self.auth_names: Mapping[str, str | None] = app.state.auth_names
+        self.grants: Mapping[str, Grant] = app.state.auth_grants
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer a hot route, or hand the request to Litestar."""
@@ -108,9 +109,13 @@ class LeanRoutes:
         state = scope.setdefault("state", {})  # uvicorn gives one; a bare ASGI call may not
         try:
             path = scope["path"]
-            actor = edge.check_header(path, _header(scope, b"authorization"), self.auth_names)
+            grant = edge.check_header(path, _header(scope, b"authorization"), self.grants)
+            outside = roles.check_route(grant, "POST", template)
             raw = await edge.read_body(_header(scope, b"content-length"), receive)
             body = bodies.parse_body(raw)
+            if outside and grant is not None:  # an `operate` token's report (spec 97 §3)
+                await roles.check_report(self.plane, grant, task, body)
+            actor = None if grant is None else grant.name
             status, value = await handler(self.plane, actor, task, scope, receive, body)
         except Exception as exc:
             status, value = edge.refused(state, "POST", scope["path"], exc)
