@@ -2,7 +2,8 @@
 that `stats()` ran before it.
 
 A fresh database gets `million.Shape.scaled(ended, live)` through `preload.write_shape` (the
-triggers count the rows as they go in). Then, in this process, `n` reads of the counts
+triggers count the rows as they go in; on Postgres their deltas are folded first, as a holder
+does at its start). Then, in this process, `n` reads of the counts
 (`stats()`) and `n` of the old scan (the grouped queries over `tokens` and `tasks`, kept here),
 alternating, each in a read transaction of its own; and `n` `GET /stats` of a real `serve` on a
 kept-alive connection. Each as p50/p95/max in ms, one JSON line each.
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from stateous.control.store.operator_queries import state_name  # noqa: E402
-from stateous.control.store.stats import stats  # noqa: E402
+from stateous.control.store.stats import fold_deltas, stats  # noqa: E402
 from stateous.control.store.tables import TASK_IS_OPEN, tasks, tokens  # noqa: E402
 from stateous.model.wire import TOKEN_STATUSES  # noqa: E402
 
@@ -73,6 +74,24 @@ def summary(samples: list[float]) -> dict[str, float]:
         "p95_ms": round(common.percentile(samples, 0.95), 2),
         "max_ms": round(max(samples), 2),
     }
+
+
+def fold(db_url: str) -> dict[str, Any]:
+    """Fold the deltas the preload's inserts left (Postgres), as a holder does within a second
+    of its start: how many, in how long."""
+    engine = common.reader(db_url)
+    try:
+        began, folded, steps = time.perf_counter(), 0, 0
+        while True:
+            with engine.connect() as conn, conn.begin():
+                step = fold_deltas(conn)
+            if not step:
+                break
+            folded, steps = folded + step, steps + 1
+        took = round(time.perf_counter() - began, 2)
+        return {"deltas": folded, "steps": steps, "seconds": took}
+    finally:
+        engine.dispose()
 
 
 def in_process(db_url: str, n: int) -> dict[str, dict[str, float]]:
@@ -124,6 +143,7 @@ def main() -> None:
         took = preload.write_shape(db_url, shape, current, other)
         base = {"bench": "stats", "db": args.db, "ended": args.ended, "live": args.live}
         common.emit({**base, "figure": "preload", "seconds": round(took, 1)})
+        common.emit({**base, "figure": "fold", **fold(db_url)})
         for name, figures in in_process(db_url, args.requests).items():
             common.emit({**base, "figure": f"stats() {name}", **figures})
         common.emit({**base, "figure": "GET /stats", **over_http(folder / "current", db_url,
