@@ -53,8 +53,11 @@ _ZERO_TRACE, _ZERO_SPAN = "0" * 32, "0" * 16
 
 def wanted(environ: Mapping[str, str] | None = None) -> bool:
     """Whether the environment asks for traces: `OTEL_EXPORTER_OTLP_ENDPOINT` or
-    `OTEL_TRACES_EXPORTER` set (an exporter of `none` alone is off)."""
+    `OTEL_TRACES_EXPORTER` set (an exporter of `none` alone is off, and so is everything under
+    the standard `OTEL_SDK_DISABLED=true`)."""
     env = os.environ if environ is None else environ
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
     exporters = env.get("OTEL_TRACES_EXPORTER", "").strip().lower()
     if exporters == "none":
         return False

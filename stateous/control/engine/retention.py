@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +24,8 @@ from stateous.control.store.ledger import ledger_of
 from stateous.control.store.locks import lock_family
 from stateous.control.store.records import TokenRecord
 from stateous.control.store.tokens import children_of, get_token
+from stateous.control.store.traces import insert_traces, trace_of
+from stateous.model.tracing import parse_traceparent
 
 log = logging.getLogger("stateous.retention")
 
@@ -33,12 +35,17 @@ DEFAULT_LIMIT = 100
 
 
 def entry_of(conn: Connection, token: TokenRecord) -> dict[str, Any]:
-    """A token's export entry: the token, its history, its children's entries by id."""
-    return {
+    """A token's export entry: the token, its history, its children's entries by id; and
+    `trace`, its `traceparent`, when it has one (spec 97 §2)."""
+    entry: dict[str, Any] = {
         "token": token_wire(token),
         "history": [history_entry(row) for row in ledger_of(conn, token.token)],
         "children": [entry_of(conn, child) for child in children_of(conn, token.token)],
     }
+    trace = trace_of(conn, token.token)
+    if trace is not None:
+        entry["trace"] = trace
+    return entry
 
 
 def export_page(
@@ -126,6 +133,8 @@ class Family:
 
     tokens: list[TokenRecord]
     rows: list[dict[str, Any]]
+    #: (token, traceparent) of each token that had a trace (spec 97 §2).
+    traces: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def top(self) -> str:
@@ -152,6 +161,9 @@ def _add_entry(family: Family, entry: Any, workflow: str | None) -> None:
         raise BadEntry(f"an export entry's token or history is malformed ({exc})") from None
     family.tokens.append(record)
     family.rows.extend(rows)
+    trace = parse_traceparent(entry.get("trace"))
+    if trace is not None:
+        family.traces.append((record.token, trace))
     # A child's workflow is not in its token object: its parent's `branch_started` names it.
     workflows = {r["data"].get("token"): r["data"].get("workflow") for r in rows
                  if r["kind"] == "branch_started"}  # fmt: skip
@@ -203,4 +215,5 @@ def import_family(conn: Connection, family: Family) -> bool:
     if store.any_case_exists(conn, family.top):
         return False
     store.insert_family(conn, family.tokens, family.rows)
+    insert_traces(conn, family.traces)
     return True

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,12 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 
 from stateous.control import tracing
 from stateous.control.bulk_runner import BulkRunner
 from stateous.control.clock import FakeClock
+from stateous.control.engine import retention
 from stateous.control.engine.retention import prune
 from stateous.control.store.tables import token_traces
 from stateous.control.ticker import Ticker
@@ -305,3 +307,29 @@ def test_without_the_variables_no_opentelemetry_module_is_imported(tmp_path: Pat
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout == "[]\n"
+
+
+def _import(family: retention.Family, conn: Connection) -> bool:
+    return retention.import_family(conn, family)
+
+
+def test_an_export_carries_the_trace_and_an_import_puts_it_back(
+    plain: None, api: RunningApi, http: httpx.Client
+) -> None:
+    for token, header in (("T-13", {"traceparent": HEADER}), ("T-14", {})):
+        http.post("/tokens", json={"token": token, "context": {"title": "t"}}, headers=header)
+        assert http.post(f"/tokens/{token}/cancel", json={}).status_code == 200
+    plane = api.plane
+    cut = plane.clock.now() + timedelta(days=1)
+    page = plane.store.read(lambda conn: retention.export_page(conn, cut, None, 10))
+    entries = {entry["token"]["token"]: entry for entry in page["tokens"]}
+    assert entries["T-13"]["trace"] == HEADER
+    assert "trace" not in entries["T-14"]
+    done = plane.store.run_alone("prune", lambda conn: prune(conn, ["T-13", "T-14"], cut, None))
+    assert done["pruned"] == 2
+    assert _trace_rows(api) == []
+    for entry in entries.values():
+        family = retention.family_of_entry(entry)
+        assert plane.store.run_alone("import", partial(_import, family))
+    assert _trace_rows(api) == [("T-13", HEADER)]
+    assert http.get("/tokens/T-13").json()["trace_id"] == HEADER_TRACE

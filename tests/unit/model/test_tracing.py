@@ -27,6 +27,8 @@ PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         ({"OTEL_TRACES_EXPORTER": "none"}, False),
         ({"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, False),
         ({"OTEL_SERVICE_NAME": "orders"}, False),
+        ({"OTEL_TRACES_EXPORTER": "console", "OTEL_SDK_DISABLED": "true"}, False),
+        ({"OTEL_TRACES_EXPORTER": "console", "OTEL_SDK_DISABLED": "false"}, True),
     ],
 )
 def test_tracing_is_on_when_an_otel_variable_asks(environ: dict[str, str], on: bool) -> None:
