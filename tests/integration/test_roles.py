@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from textual.widgets import DataTable
 
 from stateous.model.auth import Grant
 from stateous.tui.app import make_console
@@ -156,6 +157,12 @@ async def test_the_console_with_a_read_token_acts_on_nothing(
 ) -> None:
     body = {"token": "C-1", "context": {"repo": "r"}}
     assert call(served, "ops", "POST", "/tokens", body).status_code == 201
+    claim = {"supervisor": "box-c", "states": ["coding"]}
+    grant = call(served, "worker", "POST", "/tasks/claim", claim).json()
+    waiting = {"kind": "waiting", "supervisor": "box-c", "attempt": grant["attempt"]}
+    answer = call(served, "worker", "POST", f"/tasks/{grant['task']}/report", waiting)
+    assert answer.status_code == 200, answer.text
+    before = call(served, "viewer", "GET", "/tokens").json()
     monkeypatch.setenv("STATEOUS_AUTH_TOKEN", TOKENS["viewer"])
     app = make_console(served.url, refresh=60.0, frozen=True)
     async with app.run_test(size=(140, 30)) as pilot:
@@ -165,9 +172,15 @@ async def test_the_console_with_a_read_token_acts_on_nothing(
         for key in ("p", "c", "f", "s", "R", "m", "M"):
             await pilot.press(key)
             await settle(pilot)
-        assert app.screen is app.get_screen("tokens")  # no form, no confirmation
-    token = call(served, "viewer", "GET", "/tokens/C-1").json()
-    assert token["status"] == "active"
+            assert app.screen is app.get_screen("tokens"), key  # no form, no confirmation
+        await pilot.press("i")
+        await settle(pilot)
+        assert app.screen is app.get_screen("inbox")
+        assert app.screen.query_one("#inbox", DataTable).row_count >= 1
+        await pilot.press("enter")  # the inbox's answer: no fire form
+        await settle(pilot)
+        assert app.screen is app.get_screen("inbox")
+    assert call(served, "viewer", "GET", "/tokens").json() == before
 
 
 @pytest.mark.parametrize("fast_path", [True, False], ids=["fast-path", "litestar"])

@@ -3,9 +3,10 @@
 
 The console learns what its token may do from `GET /health`'s `access` (the app's `read_only`).
 Each key that acts is declared with a twin (`with_read_only`): the same key, grouped under `read
-only` and bound to no action. `ReadOnlyScreen.check_action` shows one of the two: the key itself
-while the console may act, else the twin, dimmed, so that the footer reads `p r c f s R m M read
-only` and a press does nothing (Textual runs no action that `check_action` disables).
+only`, whose action does nothing. `ReadOnlyScreen.check_action` keeps one of the two: the key
+itself while the console may act, else the twin, so that the footer reads `p r c f s R m M read
+only` and a press does nothing. The twin takes the press rather than being disabled: a disabled
+key would fall through to the app's own binding of that letter (`s`, the schedules).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ ACTS = frozenset({"steer", "cancel", "fire", "start", "retry", "move", "migrate"
 #: The footer's label of the keys that act, on a read-only console.
 READ_ONLY = Binding.Group("read only")
 
-#: The action of a twin: never run (its `check_action` is never true).
+#: The action of a twin (`ReadOnlyScreen.action_read_only`): nothing.
 TWIN = "read_only"
 
 
@@ -61,8 +62,10 @@ class ReadOnlyScreen(Screen[None]):
     nothing; otherwise they are the keys themselves."""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Hide the twins, or the keys that act when the console may only read; a twin shown is
-        disabled (None: dimmed, and a press runs nothing)."""
+        """Hide the twins, or the keys that act when the console may only read."""
         if action == TWIN:
-            return None if read_only(self) else False
+            return read_only(self)
         return action not in ACTS or not read_only(self)
+
+    def action_read_only(self, key: str) -> None:
+        """A key that acts, pressed on a read-only console: nothing (spec 97 §3)."""
