@@ -3,8 +3,8 @@ that `stats()` ran before it.
 
 A fresh database gets `million.Shape.scaled(ended, live)` through `preload.write_shape` (the
 triggers count the rows as they go in; on Postgres their deltas are folded first, as a holder
-does at its start). Then, in this process, `n` reads of the counts
-(`stats()`) and `n` of the old scan (the grouped queries over `tokens` and `tasks`, kept here),
+does at its start, and vacuumed). Then, in this process, `n` reads of the counts
+(`stats()`) and `--scans` of the old scan (the grouped queries over `tokens` and `tasks`, kept here),
 alternating, each in a read transaction of its own; and `n` `GET /stats` of a real `serve` on a
 kept-alive connection. Each as p50/p95/max in ms, one JSON line each.
 
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from stateous.control.store.operator_queries import state_name  # noqa: E402
-from stateous.control.store.stats import fold_deltas, stats  # noqa: E402
+from stateous.control.store.stats import fold_deltas, stats, vacuum_deltas  # noqa: E402
 from stateous.control.store.tables import TASK_IS_OPEN, tasks, tokens  # noqa: E402
 from stateous.model.wire import TOKEN_STATUSES  # noqa: E402
 
@@ -88,14 +88,18 @@ def fold(db_url: str) -> dict[str, Any]:
             if not step:
                 break
             folded, steps = folded + step, steps + 1
+        if steps:
+            with engine.connect() as conn:
+                vacuum_deltas(conn.execution_options(isolation_level="AUTOCOMMIT"))
         took = round(time.perf_counter() - began, 2)
         return {"deltas": folded, "steps": steps, "seconds": took}
     finally:
         engine.dispose()
 
 
-def in_process(db_url: str, n: int) -> dict[str, dict[str, float]]:
-    """`n` reads of the counts and of the scan, alternating, each its own read transaction."""
+def in_process(db_url: str, n: int, scans: int) -> dict[str, dict[str, float]]:
+    """`n` reads of the counts and `scans` of the scan (a second or more each at this size),
+    alternating, each its own read transaction."""
     engine = common.reader(db_url)
     reads: dict[str, Callable[[Connection], Any]] = {
         "counts": lambda conn: stats(conn, STATES, TOKEN_STATUSES),
@@ -105,6 +109,8 @@ def in_process(db_url: str, n: int) -> dict[str, dict[str, float]]:
     try:
         for k in range(n + 3):
             for name, read in reads.items():
+                if name == "scan" and k >= scans + 3:
+                    continue
                 with engine.connect() as conn, conn.begin():
                     began = time.perf_counter()
                     read(conn)
@@ -136,6 +142,7 @@ def main() -> None:
     parser.add_argument("--ended", type=int, default=200_000)
     parser.add_argument("--live", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--scans", type=int, default=20, help="reads of the old scan")
     args = parser.parse_args()
     shape = million.Shape.scaled(args.ended, args.live)
     with common.fresh_folder() as folder, common.database(args.db, folder) as db_url:
@@ -144,7 +151,7 @@ def main() -> None:
         base = {"bench": "stats", "db": args.db, "ended": args.ended, "live": args.live}
         common.emit({**base, "figure": "preload", "seconds": round(took, 1)})
         common.emit({**base, "figure": "fold", **fold(db_url)})
-        for name, figures in in_process(db_url, args.requests).items():
+        for name, figures in in_process(db_url, args.requests, args.scans).items():
             common.emit({**base, "figure": f"stats() {name}", **figures})
         common.emit({**base, "figure": "GET /stats", **over_http(folder / "current", db_url,
                                                                  args.requests)})  # fmt: skip
