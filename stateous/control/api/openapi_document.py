@@ -91,11 +91,13 @@ class Lost(_Open):
 
 
 class Health(_Open):
-    """The served workflow, the graph file's checksum and this control plane's role."""
+    """The served workflow, the graph file's checksum and this control plane's role; with
+    authentication on and a valid token, what that token may do (spec 97 §3)."""
 
     workflow: str
     checksum: str
     role: Literal["holder", "replica"]
+    access: Literal["read", "operate", "supervise", "admin"] | None = None
 
 
 class Version(_Open):
@@ -595,10 +597,12 @@ ROUTES: dict[tuple[str, str], tuple[type[BaseModel] | None, dict[int, Answer]]] 
     ("delete", "/schedules/{name}"): (SteerBody, {200: CronSchedule}),
 }
 
-#: The refusal statuses of spec 20 §1.7 (and 401 of spec 70 §5), each with the envelope.
+#: The refusal statuses of spec 20 §1.7 (401 of spec 70 §5, 403 of spec 97 §3), each with the
+#: envelope.
 REFUSALS = {
     400: "Not JSON, NaN/Infinity, too deep (`bad_request`)",
     401: "No or a wrong bearer token, when authentication is on (`unauthorized`)",
+    403: "The token's role does not take this route (`forbidden`)",
     404: "`not_found`, `token_not_found`, `task_not_found`, `bulk_not_found`, `version_not_found`, "
     "`schedule_not_found`",
     405: "`method_not_allowed`",
