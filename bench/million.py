@@ -162,8 +162,9 @@ class Batch:
 COLUMNS: dict[str, tuple[str, ...]] = {
     "tokens": ("token", "state", "status", "visit", "context", "entered_at", "parent", "workflow",
                "structure"),
+    # `waiting_since` last: a schema without it (before migration 0014) takes the others.
     "tasks": ("id", "token", "state", "visit", "status", "attempt", "claimed_by", "lease_until",
-              "queued_at", "structure"),
+              "queued_at", "structure", "waiting_since"),
     "timers": ("id", "token", "state", "visit", "event", "payload", "set_at", "due_at", "status",
                "kind"),
     "ledger": ("token", "seq", "at", "kind", "key", "data"),
@@ -226,9 +227,9 @@ class Builder:
             (token, "review", "completed", 1, context, ms[2], None, None, self.current)
         )
         batch.tasks.append(
-            (draft, token, "draft", 1, "done", 1, "sup-1", None, ms[0], self.current)
+            (draft, token, "draft", 1, "done", 1, "sup-1", None, ms[0], self.current, None)
         )
-        batch.tasks.append((review, token, "review", 1, "done", 1, "sup-1", None, ms[2], self.current))  # fmt: skip
+        batch.tasks.append((review, token, "review", 1, "done", 1, "sup-1", None, ms[2], self.current, None))  # fmt: skip
         rows = [
             *self._started(ms[0], value, draft),
             (ms[1], "task_claimed", _claimed(draft)),
@@ -251,7 +252,7 @@ class Builder:
         batch.tokens.append(
             (token, "draft", "cancelled", 1, context, start, None, None, self.current)
         )
-        batch.tasks.append((draft, token, "draft", 1, "cancelled", 0, None, None, start, self.current))  # fmt: skip
+        batch.tasks.append((draft, token, "draft", 1, "cancelled", 0, None, None, start, self.current, None))  # fmt: skip
         rows = [
             *self._started(start, value, draft),
             (end, "task_cancelled", _task(draft)),
@@ -289,9 +290,9 @@ class Builder:
             (token, "review", "active", 1, context, ms[2], None, None, self.current)
         )
         batch.tasks.append(
-            (draft, token, "draft", 1, "done", 1, "sup-1", None, ms[0], self.current)
+            (draft, token, "draft", 1, "done", 1, "sup-1", None, ms[0], self.current, None)
         )
-        batch.tasks.append((review, token, "review", 1, "waiting", 1, "sup-1", None, ms[2], self.current))  # fmt: skip
+        batch.tasks.append((review, token, "review", 1, "waiting", 1, "sup-1", None, ms[2], self.current, ms[3]))  # fmt: skip
         rows = [
             *self._started(ms[0], value, draft),
             (ms[1], "task_claimed", _claimed(draft)),
@@ -314,7 +315,7 @@ class Builder:
         due = due.replace(microsecond=0)
         context = f'{{"title": {value}, "verdict": null}}'
         batch.tokens.append((token, "draft", "active", 1, context, ms[0], None, None, self.current))
-        batch.tasks.append((draft, token, "draft", 1, "waiting", 1, "sup-1", None, ms[0], self.current))  # fmt: skip
+        batch.tasks.append((draft, token, "draft", 1, "waiting", 1, "sup-1", None, ms[0], self.current, ms[2]))  # fmt: skip
         timer = i + 1  # the live token's number: one timer each
         batch.timers.append(
             (
@@ -348,7 +349,9 @@ class Builder:
         context = f'{{"title": {value}, "verdict": null}}'
         status = "paused" if paused else "active"
         batch.tokens.append((token, "draft", status, 1, context, start, None, None, self.other))
-        batch.tasks.append((draft, token, "draft", 1, "queued", 0, None, None, start, self.other))
+        batch.tasks.append(
+            (draft, token, "draft", 1, "queued", 0, None, None, start, self.other, None)
+        )
         rows = self._started(start, value, draft)
         if paused:
             when = self.stamp(at + timedelta(hours=1))

@@ -19,6 +19,7 @@ import million  # noqa: E402  # bench/ is put on the path first, as its scripts 
 import million_db  # noqa: E402
 import preload  # noqa: E402
 
+from stateous.control.store import tables  # noqa: E402
 from stateous.control.store.db import Store, make_engine  # noqa: E402
 from stateous.control.store.stats import stats  # noqa: E402
 
@@ -129,3 +130,20 @@ def test_stats_answers_the_counts(written: tuple[Connection, str, str]) -> None:
     assert figures.states["review"]["waiting"] == SHAPE.waiting - SHAPE.timers
     assert figures.states["draft"]["waiting"] == SHAPE.timers
     assert figures.states["draft"]["queued"] == SHAPE.live - SHAPE.waiting
+
+
+def test_a_waiting_task_waits_since_its_task_waiting_row(
+    written: tuple[Connection, str, str],
+) -> None:
+    conn, _current, _other = written
+    if "waiting_since" not in tables.tasks.c:
+        pytest.skip("no tasks.waiting_since in this schema (before migration 0014)")
+    found = rows(
+        conn,
+        "SELECT count(*), sum(t.waiting_since = l.at) FROM tasks t JOIN ledger l "
+        "ON l.token = t.token AND l.kind = 'task_waiting' WHERE t.status = 'waiting'",
+    )
+    assert found == [(SHAPE.waiting, SHAPE.waiting)]
+    assert rows(conn, "SELECT count(*) FROM tasks WHERE waiting_since IS NOT NULL") == [
+        (SHAPE.waiting,)
+    ]
