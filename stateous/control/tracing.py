@@ -42,9 +42,11 @@ if TYPE_CHECKING:
 __all__ = [
     "Starting",
     "begin_start",
+    "begin_starts",
     "bulk_step",
     "claimed",
     "end_start",
+    "end_starts",
     "now",
     "on",
     "operation",
@@ -54,6 +56,7 @@ __all__ = [
     "timer_fired",
     "timer_token",
     "token_facts",
+    "traceparent_of",
     "untraced_litestar",
     "use",
 ]
@@ -129,11 +132,36 @@ def begin_start(header: str | None) -> Starting | None:
     return Starting(tracing.traceparent_of(span), span)
 
 
+def begin_starts(count: int) -> list[Starting | None]:
+    """The traces of the `count` starts of `POST /tokens/batch`: a new trace each while
+    `serve` traces (the batch takes no header), else None each."""
+    if _tracer is None:
+        return [None] * count
+    return [begin_start(None) for _ in range(count)]
+
+
+def traceparent_of(starting: Starting | None) -> str | None:
+    """The `traceparent` a start's token keeps, None without a trace."""
+    return None if starting is None else starting.traceparent
+
+
+def end_starts(traces: Sequence[Starting | None], answers: Sequence[Mapping[str, Any]]) -> None:
+    """End the spans of a batch's starts with their answers (`{"status", "body"}` each)."""
+    if _tracer is None:
+        return
+    for starting, answer in zip(traces, answers, strict=True):
+        status, body = answer["status"], answer["body"]
+        if status in (200, 201):
+            end_start(starting, body, created=status == 201)
+        else:
+            end_start(starting, None, error=str(body.get("error")))
+
+
 def end_start(
     starting: Starting | None,
     token: TokenWire | None,
     created: bool = False,
-    error: BaseException | None = None,
+    error: BaseException | str | None = None,
 ) -> None:
     """End a start's span with the token's facts, or its refusal; a new token's `traceparent`
     is known from now on."""

@@ -36,6 +36,7 @@ from stateous.control.engine.start_many import Raced, StartArgs, start_many, sta
 from stateous.control.engine.views import token_wire
 from stateous.control.errors import DatabaseBusy, Refusal
 from stateous.control.plane import Plane, parts
+from stateous.control.starts_together import keep_traces
 
 Reply = tuple[int, Any]
 """An operation's answer: its HTTP status and body (None for a `204`)."""
@@ -275,8 +276,11 @@ async def send_messages(request: Request[Any, Any, Any]) -> Response[bytes]:
 # --- POST /tokens/batch --------------------------------------------------------------------------
 
 
-def start_operation(plane: Plane, actor: str | None, item: dict[str, Any]) -> Operation:
-    """One start as the operation of `POST /tokens`: `201` new, `200` existing."""
+def start_operation(
+    plane: Plane, actor: str | None, item: dict[str, Any], trace: str | None = None
+) -> Operation:
+    """One start as the operation of `POST /tokens`: `201` new, `200` existing; a new token
+    keeps `trace` (a `traceparent`, spec 97 §2) when given."""
     clock, config = plane.clock, plane.config
 
     def build() -> Callable[[Connection], Reply]:
@@ -284,6 +288,7 @@ def start_operation(plane: Plane, actor: str | None, item: dict[str, Any]) -> Op
 
         def work(conn: Connection) -> Reply:
             started = start(conn, clock, config, token_id, context, by)
+            keep_traces(conn, [StartArgs(token_id, context, by, trace)], [started])
             return (201 if started.created else 200), token_wire(started.token)
 
         return work
@@ -306,10 +311,17 @@ async def start_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
         by_of(request, body)  # a malformed one refuses the whole batch, before any start
         items = [item if "by" in item else {**item, "by": body["by"]} for item in items]
     plane, actor = plane_of(request), actor_of(request)
+    traces = tracing.begin_starts(len(items))  # spec 97 §2: a trace each, when serve traces
     if starts_in_bulk(plane.config.body(None)):
-        return answer({"answers": await starts_in_parts(plane, actor, items)})
-    operations = [start_operation(plane, actor, item) for item in items]
-    return answer({"answers": await run_in_order(plane, operations)})
+        answers = await starts_in_parts(plane, actor, items, traces)
+    else:
+        operations = [
+            start_operation(plane, actor, item, tracing.traceparent_of(trace))
+            for item, trace in zip(items, traces, strict=True)
+        ]
+        answers = await run_in_order(plane, operations)
+    tracing.end_starts(traces, answers)
+    return answer({"answers": answers})
 
 
 #: The starts one operation of `start_many` applies: a few milliseconds of a shared transaction.
@@ -317,36 +329,52 @@ STARTS_MOST = 100
 
 
 async def starts_in_parts(
-    plane: Plane, actor: str | None, items: Sequence[dict[str, Any]]
+    plane: Plane,
+    actor: str | None,
+    items: Sequence[dict[str, Any]],
+    traces: Sequence[tracing.Starting | None] | None = None,
 ) -> list[dict[str, Any]]:
     """The starts in parts of `STARTS_MOST`, each one operation of `start_many` queued after
-    the one before committed; the answers in order."""
+    the one before committed; the answers in order. `traces`: each start's (spec 97 §2)."""
     answers: list[dict[str, Any]] = []
     for first in range(0, len(items), STARTS_MOST):
-        answers.extend(await start_part(plane, actor, items[first : first + STARTS_MOST]))
+        part = slice(first, first + STARTS_MOST)
+        answers.extend(await start_part(plane, actor, items[part], (traces or [])[part]))
     return answers
 
 
 async def start_part(
-    plane: Plane, actor: str | None, items: Sequence[dict[str, Any]]
+    plane: Plane,
+    actor: str | None,
+    items: Sequence[dict[str, Any]],
+    traces: Sequence[tracing.Starting | None] = (),
 ) -> list[dict[str, Any]]:
     """One part's starts as one operation; when a new row raced another call's (`Raced`), the
-    part is started again one operation per start, as `POST /tokens` would."""
+    part is started again one operation per start, as `POST /tokens` would. A new token keeps
+    its start's trace (`traces`, in the order of `items`; none: no trace)."""
+    parents = [tracing.traceparent_of(trace) for trace in traces] or [None] * len(items)
     args: list[StartArgs | Refusal] = []
-    for item in items:
+    for item, parent in zip(items, parents, strict=True):
         try:
-            args.append(
-                StartArgs(item.get("token"), item.get("context"), bodies.by_arg(item, actor))
-            )
+            by = bodies.by_arg(item, actor)
+            args.append(StartArgs(item.get("token"), item.get("context"), by, parent))
         except Refusal as exc:
             args.append(exc)
     ready = [a for a in args if isinstance(a, StartArgs)]
     clock, config = plane.clock, plane.config
-    [outcome] = await plane.run_many_async(
-        [("start", lambda conn: start_many(conn, clock, config, ready))]
-    )
+
+    def work(conn: Connection) -> list[Started | Refusal]:
+        outcomes = start_many(conn, clock, config, ready)
+        keep_traces(conn, ready, outcomes)
+        return outcomes
+
+    [outcome] = await plane.run_many_async([("start", work)])
     if isinstance(outcome, Raced):
-        return await run_in_order(plane, [start_operation(plane, actor, item) for item in items])
+        operations = [
+            start_operation(plane, actor, item, parent)
+            for item, parent in zip(items, parents, strict=True)
+        ]
+        return await run_in_order(plane, operations)
     if isinstance(outcome, Refusal):  # the shared transaction failed: none of them applied
         outcome = [outcome] * len(ready)
     elif isinstance(outcome, BaseException):

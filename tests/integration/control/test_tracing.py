@@ -30,7 +30,7 @@ from stateous.control.ticker import Ticker
 from stateous.model.tracing import Tracer
 from tests.support import ROOT, sqlite_url
 from tests.support.app import RunningApi, running_api
-from tests.support.graphs import ORDERS
+from tests.support.graphs import DEV, ORDERS, variant
 
 HEADER = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 OTHER = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -284,7 +284,7 @@ import httpx
 from stateous.control import runtime, tracing
 from stateous.supervisor import loop, tracing as supervising
 from tests.support.app import running_api
-from tests.support.graphs import ORDERS
+from tests.support.graphs import DEV, ORDERS, variant
 
 assert not tracing.setup() and not supervising.setup()
 with running_api(sys.argv[1], ORDERS) as api, httpx.Client(base_url=api.url) as http:
@@ -333,3 +333,39 @@ def test_an_export_carries_the_trace_and_an_import_puts_it_back(
         assert plane.store.run_alone("import", partial(_import, family))
     assert _trace_rows(api) == [("T-13", HEADER)]
     assert http.get("/tokens/T-13").json()["trace_id"] == HEADER_TRACE
+
+
+def test_each_start_of_a_batch_begins_a_trace_of_its_own(
+    spans: InMemorySpanExporter, http: httpx.Client
+) -> None:
+    tokens = [{"token": f"B-{n}", "context": {"title": "t"}} for n in range(3)]
+    batch = {"tokens": [*tokens, {"token": "B-bad", "context": {}}]}
+    answer = http.post("/tokens/batch", json=batch, headers={"traceparent": HEADER})
+    assert [a["status"] for a in answer.json()["answers"]] == [201, 201, 201, 422]
+    starts = _named(spans, "stateous.start")
+    assert len(starts) == 4
+    traces = {_ids(span)[0] for span in starts}
+    assert len(traces) == 4 and HEADER_TRACE not in traces  # the batch takes no header
+    assert [span.status.status_code.name for span in starts].count("ERROR") == 1
+    for span in starts[:3]:
+        token = _attributes(span)["stateous.token"]
+        assert http.get(f"/tokens/{token}").json()["trace_id"] == _ids(span)[0]
+    grant = _claim(http)
+    assert grant["traceparent"].split("-")[1] == http.get("/tokens/B-0").json()["trace_id"]
+
+
+def test_a_batch_of_starts_one_by_one_keeps_each_token_s_trace(
+    spans: InMemorySpanExporter, migrated_db_url: str
+) -> None:
+    doc = variant(DEV)  # a start into a parallel state: each start an operation of its own
+    doc["transitions"][0] = {"from": "__start__", "to": "reviews"}
+    with (
+        running_api(migrated_db_url, doc, migrate_first=False) as api,
+        httpx.Client(base_url=api.url, timeout=30) as http,
+    ):
+        batch = {"tokens": [{"token": f"P-{n}", "context": {"repo": "r"}} for n in range(2)]}
+        answer = http.post("/tokens/batch", json=batch)
+        assert [a["status"] for a in answer.json()["answers"]] == [201, 201]
+        shown = [http.get(f"/tokens/P-{n}").json().get("trace_id") for n in range(2)]
+    starts = {_attributes(s)["stateous.token"]: _ids(s)[0] for s in _named(spans, "stateous.start")}
+    assert shown == [starts["P-0"], starts["P-1"]] and shown[0] != shown[1]
