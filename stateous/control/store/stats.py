@@ -111,12 +111,20 @@ def oldest_queued_at(conn: Connection, pairs: Iterable[tuple[str, str]]) -> date
     A task is queued at its insert, in id order, so the first by id is the oldest queued; a
     task retried after a failed attempt is queued again under its id, keeping its first
     `queued_at`, and so stays the oldest of its state (as a claim takes it first)."""
+    query = oldest_queued_query(pairs)
+    if query is None:
+        return None
+    found: datetime | None = conn.execute(query).scalar()
+    return found
+
+
+def oldest_queued_query(pairs: Iterable[tuple[str, str]]) -> Select[Any] | None:
+    """The query of `oldest_queued_at` (None: no pair, no queued task)."""
     firsts = [_first_queued(structure, state) for structure, state in sorted(pairs)]
     if not firsts:
         return None
     each = union_all(*firsts).subquery()
-    found: datetime | None = conn.execute(select(func.min(each.c.queued_at))).scalar()
-    return found
+    return select(func.min(each.c.queued_at))
 
 
 def _first_queued(structure: str, state: str) -> Select[Any]:
