@@ -24,6 +24,7 @@ from stateous.tui.screens.inbox import InboxScreen
 from stateous.tui.screens.leases import LeasesScreen
 from stateous.tui.screens.outboxes import OutboxesScreen
 from stateous.tui.screens.read_only import acts
+from stateous.tui.screens.schedules import SchedulesScreen
 from stateous.tui.screens.token import TokenScreen
 from stateous.tui.screens.tokens import TokensScreen
 from stateous.tui.screens.versions import VersionsScreen
@@ -55,6 +56,7 @@ class ConsoleApp(App[None]):
         "outboxes": OutboxesScreen,
         "inbox": InboxScreen,
         "bulk": BulkScreen,
+        "schedules": SchedulesScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         # The tooltip is the longer text of the `?` help (and of the footer's hover).
@@ -63,6 +65,10 @@ class ConsoleApp(App[None]):
         Binding("o", "show('outboxes')", "Outboxes", tooltip="supervisors and outboxes"),
         Binding("i", "show('inbox')", "Inbox", tooltip="the tokens waiting for a person"),
         Binding("b", "show('bulk')", "Bulk jobs", tooltip="the bulk jobs and their progress"),
+        # Spec 97 §1's `s`; on the tokens and token screens `s` starts a token (spec 60), and
+        # `S` opens the schedules there too. Not in the footer, which keeps its width.
+        Binding("s", "show('schedules')", "Schedules", show=False, tooltip="the schedules"),
+        Binding("S", "show('schedules')", "Schedules", show=False, tooltip="the schedules"),
         Binding(
             "v", "versions", "Versions", tooltip="the workflow's versions and their live tokens"
         ),
@@ -253,6 +259,10 @@ class ConsoleApp(App[None]):
         yield SystemCommand(
             "Versions", "The workflow's versions and their live tokens (v)", self.action_versions
         )
+        yield SystemCommand(
+            "Schedules", "The schedules, their next run and last token (s, S)",
+            lambda: self.action_show("schedules"),
+        )  # fmt: skip
         yield SystemCommand("Help", "The keys of this screen (?)", self.action_help)
         commands = getattr(screen, "palette_commands", None)
         if callable(commands):

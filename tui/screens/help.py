@@ -96,12 +96,16 @@ def help_rows(screen: Screen[Any], app: App[Any]) -> list[HelpRow]:
     """The keys of `screen`, then the console's, then any other key its footer shows."""
     rows: list[HelpRow] = []
     seen: set[str] = set()
+    keys: set[str] = set()
 
     def add(bindings: Iterable[Binding], everywhere: bool) -> None:
         for binding in bindings:
             if binding.action in seen or binding.group == READ_ONLY:
                 continue  # a key's `read only` twin: the key's own row says it
+            if key_text(binding) in keys:
+                continue  # the console's key that this screen's own key shadows (`s`)
             seen.add(binding.action)
+            keys.add(key_text(binding))
             does = LONGER.get(binding.action) or binding.tooltip or binding.description
             if acts(binding.action) and read_only(app):
                 does = f"{does} (read only)"

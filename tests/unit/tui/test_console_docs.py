@@ -19,6 +19,7 @@ from stateous.tui.screens.bulk import BulkScreen
 from stateous.tui.screens.inbox import InboxScreen
 from stateous.tui.screens.leases import LeasesScreen
 from stateous.tui.screens.outboxes import OutboxesScreen
+from stateous.tui.screens.schedules import SchedulesScreen
 from stateous.tui.screens.token import TokenScreen
 from stateous.tui.screens.tokens import TokensScreen
 from stateous.tui.screens.versions import VersionsScreen
@@ -33,6 +34,7 @@ SCREENS: list[type[object]] = [
     InboxScreen,
     BulkScreen,
     VersionsScreen,
+    SchedulesScreen,
 ]
 
 

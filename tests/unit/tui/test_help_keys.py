@@ -23,6 +23,7 @@ from tests.unit.tui.helpers import settle
         (("i",), "inbox"),
         (("b",), "bulk jobs"),
         (("v",), "versions"),
+        (("o", "s"), "schedules"),
     ],
 )
 async def test_help_lists_every_key_of_the_footer(
@@ -66,12 +67,13 @@ async def test_help_lists_the_screen_keys_first_then_the_console(
         ("h", "Children", False),
         ("*", "Select all", False),
     ]
-    assert rows[-9:] == [
+    assert rows[-10:] == [
         ("t", "the tokens screen", True),
         ("l", "the leases screen", True),
         ("o", "supervisors and outboxes", True),
         ("i", "the tokens waiting for a person", True),
         ("b", "the bulk jobs and their progress", True),
+        ("S", "the schedules", True),  # `s` is the tokens screen's Start here
         ("v", "the workflow's versions and their live tokens", True),
         ("?", "this help", True),
         ("q", "quit", True),

@@ -1,0 +1,117 @@
+"""The console's `s` screen (spec 97 §1) against the real API (SQLite, a fake clock): the
+schedules with their next run and last token, `p`/`r` to pause and resume (with the console's
+`by` in the audit), `S` from the tokens screen where `s` starts a token, and a read-only
+console's keys doing nothing. Pilot tests and one SVG snapshot."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Static
+
+from stateous.control.clock import FakeClock
+from stateous.control.ticker import Ticker
+from stateous.tui.screens.schedules import SchedulesScreen
+from stateous.tui.screens.start import StartScreen
+from tests.integration.tui.test_console_ops import Scene, settle
+from tests.support import sqlite_url
+from tests.support.app import running_api
+from tests.support.graphs import ORDERS
+from tests.unit.tui.helpers import plain, wait_for
+
+Snap = Callable[..., bool]
+
+
+@pytest.fixture
+def scene(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Scene]:
+    """`hourly` (its 21:00 slot started) and `nightly`, paused, on ORDERS at 20:48:44."""
+    monkeypatch.setenv("STATEOUS_ACTOR", "alice")
+    clock = FakeClock()
+    with running_api(sqlite_url(tmp_path), ORDERS, clock) as api:
+        scene = Scene(api, clock)
+        scene.post("/schedules", {"name": "hourly", "cron": "0 * * * *", "context": {"title": "h"}})
+        scene.post("/schedules", {"name": "nightly", "cron": "30 2 * * *", "tz": "Europe/Paris",
+                                  "context": {"title": "n"}, "paused": True})  # fmt: skip
+        clock.advance(12 * 60)  # 21:00:44
+        Ticker(api.plane).tick()
+        yield scene
+        scene.http.close()
+
+
+async def open_schedules(pilot: Pilot[Any], key: str = "s") -> DataTable[Any]:
+    """`s` from the outboxes screen (on the tokens screen `s` starts a token), `S` from the
+    tokens screen."""
+    await settle(pilot)
+    if key == "s":
+        await pilot.press("o")
+        await settle(pilot)
+    await pilot.press(key)
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, SchedulesScreen))
+    await settle(pilot)
+    return pilot.app.screen.query_one("#schedules", DataTable)
+
+
+def rows(table: DataTable[Any]) -> list[list[str]]:
+    return [plain(table.get_row(str(row.value))) for row in table.rows]
+
+
+async def test_s_lists_the_schedules_with_next_run_and_last_token(scene: Scene) -> None:
+    app = scene.console()
+    async with app.run_test(size=(130, 24)) as pilot:
+        table = await open_schedules(pilot, "S")
+        assert rows(table) == [
+            ["hourly", "0 * * * *", "UTC", "2026-10-16 22:00:00", "hourly-20261016T2100",
+             "2026-10-16 21:00:00"],
+            ["nightly paused", "30 2 * * *", "Europe/Paris", "-", "-", "-"],
+        ]  # fmt: skip
+
+
+async def test_p_and_r_pause_and_resume_the_schedule_under_the_cursor(scene: Scene) -> None:
+    app = scene.console()
+    async with app.run_test(size=(130, 24)) as pilot:
+        table = await open_schedules(pilot)
+        await pilot.press("p")
+        await settle(pilot)
+        assert rows(table)[0][:4] == ["hourly paused", "0 * * * *", "UTC", "-"]
+        assert scene.http.get("/schedules/hourly").json()["paused"] is True
+        await pilot.press("down", "r")
+        await settle(pilot)
+        assert rows(table)[1][:4] == [
+            "nightly", "30 2 * * *", "Europe/Paris", "2026-10-17 00:30:00",
+        ]  # fmt: skip
+    acts = [(a["token"], a["kind"], a["actor"], a["via"]) for a in scene.http.get("/audit").json()]
+    assert acts == [
+        ("schedule:nightly", "schedule_resumed", "alice", "console"),
+        ("schedule:hourly", "schedule_paused", "alice", "console"),
+    ]
+
+
+async def test_s_on_the_tokens_screen_still_starts_a_token(scene: Scene) -> None:
+    app = scene.console()
+    async with app.run_test(size=(130, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, StartScreen))
+
+
+async def test_without_schedules_the_screen_says_how_to_make_one(tmp_path: Path) -> None:
+    with running_api(sqlite_url(tmp_path), ORDERS, FakeClock()) as api:
+        scene = Scene(api, FakeClock())
+        app = scene.console()
+        async with app.run_test(size=(130, 24)) as pilot:
+            table = await open_schedules(pilot, "S")
+            assert rows(table) == []
+            hint = str(app.screen.query_one("#schedules-hint", Static).render())
+            assert hint == "No schedule: stateous schedule add NAME --cron '0 9 * * 1-5' makes one."
+        scene.http.close()
+
+
+def test_snapshot_schedules_screen(snap_compare: Snap, scene: Scene) -> None:
+    async def schedules(pilot: Pilot[Any]) -> None:
+        await open_schedules(pilot, "S")
+
+    assert snap_compare(scene.console(), terminal_size=(110, 16), run_before=schedules)

@@ -1,0 +1,129 @@
+"""`s`: the schedules (spec 97 §1), their next run and last token; `p`/`r` pause or resume the
+one under the cursor."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import DataTable, Footer, Static
+
+from stateous.tui.format import local_time
+from stateous.tui.screens.read_only import ReadOnlyScreen, with_read_only
+from stateous.tui.widgets import Banner, StatusBar
+from stateous.tui.widgets.polling import PollingScreen
+from stateous.tui.widgets.tables import add_columns, fill
+
+COLUMNS = (
+    ("name", "name"),
+    ("cron", "cron"),
+    ("zone", "zone"),
+    ("next run", "next"),
+    ("last token", "last"),
+    ("last run", "last_at"),
+)
+HINT = "p: pause, r: resume the schedule under the cursor (stateous schedule add makes one)"
+EMPTY = "No schedule: stateous schedule add NAME --cron '0 9 * * 1-5' makes one."
+NO_SCHEDULES = "This control plane has no schedules: it is older than spec 97."
+
+
+def schedule_row(schedule: dict[str, Any]) -> list[Text]:
+    """One schedule: name (and `paused`), cron, zone, next run and last run in local time, last
+    token."""
+    name = Text(str(schedule.get("name")), style="bold")
+    paused = schedule.get("paused") is True
+    if paused:
+        name.append(" paused", style="yellow")
+    next_at = schedule.get("next_at")
+    return [
+        name,
+        Text(str(schedule.get("cron")), style="cyan"),
+        Text(str(schedule.get("tz")), style="dim"),
+        Text("-" if paused or not next_at else local_time(next_at, with_date=True)),
+        Text(str(schedule.get("last_token") or "-")),
+        Text(local_time(schedule["last_at"], with_date=True) if schedule.get("last_at") else "-"),
+    ]
+
+
+class SchedulesScreen(PollingScreen, ReadOnlyScreen):
+    """The schedules by name, polled at the console's interval."""
+
+    TITLE = "schedules"
+    AUTO_FOCUS = "#schedules"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *with_read_only(
+            [
+                Binding("p", "steer('pause')", "Pause", tooltip="pause the schedule"),
+                Binding("r", "steer('resume')", "Resume", tooltip="resume the schedule"),
+            ]
+        ),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.schedules: list[dict[str, Any]] = []
+
+    def compose(self) -> ComposeResult:
+        """Status bar, banner, the hint, the table, footer."""
+        yield StatusBar()
+        yield Banner()
+        yield Static(HINT, classes="filters", id="schedules-hint")
+        yield DataTable(id="schedules", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Columns, then poll."""
+        add_columns(self, {"schedules": COLUMNS})
+        self.start_polling()
+
+    async def fetch(self) -> None:
+        """`GET /schedules`; a control plane without them says so (404)."""
+        found = await self.console.call(self.console.plane.schedules(), quiet=True)
+        if found is None:
+            self.show(None)
+            return
+        self.show([row for row in found if isinstance(row, dict)])
+
+    def show(self, schedules: list[dict[str, Any]] | None) -> None:
+        """Fill the table and the hint."""
+        if schedules is not None:
+            self.schedules = schedules
+        rows = self.schedules
+        fill(
+            self.query_one("#schedules", DataTable),
+            [schedule_row(s) for s in rows],
+            [str(s.get("name")) for s in rows],
+        )
+        hint = HINT if rows else EMPTY if schedules is not None else NO_SCHEDULES
+        self.query_one("#schedules-hint", Static).update(hint)
+
+    def chosen(self) -> dict[str, Any] | None:
+        """The schedule under the cursor."""
+        table = self.query_one("#schedules", DataTable)
+        if not self.schedules or table.cursor_row < 0:
+            return None
+        return self.schedules[min(table.cursor_row, len(self.schedules) - 1)]
+
+    def action_steer(self, action: str) -> None:
+        """Pause or resume the schedule under the cursor."""
+        schedule = self.chosen()
+        if schedule is None:
+            self.notify("no schedule is selected", severity="warning")
+            return
+        self.steer(str(schedule.get("name")), action)
+
+    @work(exclusive=True, group="steer")
+    async def steer(self, name: str, action: str) -> None:
+        """One request; the answer is shown at once, a refusal as a notification."""
+        plane = self.console.plane
+        act = plane.pause_schedule if action == "pause" else plane.resume_schedule
+        answer = await self.console.call(act(name))
+        if answer is None:
+            self.refresh_now()
+            return
+        self.show([answer if s.get("name") == name else s for s in self.schedules])
+        state = "paused" if answer.get("paused") else "running"
+        self.notify(f"schedule '{name}' is {state}", title=action)
