@@ -165,6 +165,13 @@ def now_ns() -> int:
 
 _lock = threading.Lock()
 _started: Tracer | None = None
+_missing = False  # asked for without the extra: warned once
+
+#: The warning when the environment asks for traces and OpenTelemetry is not installed.
+MISSING = (
+    "OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_TRACES_EXPORTER asks for traces, but %s is not "
+    "installed; going on without traces (pip install 'stateous[otel]')"
+)
 
 
 def start(service: str, provider: TracerProvider | None = None) -> Tracer | None:
@@ -172,15 +179,21 @@ def start(service: str, provider: TracerProvider | None = None) -> Tracer | None
     exporters of `OTEL_TRACES_EXPORTER` (`otlp` over HTTP, `console` to standard output; `otlp`
     alone when only the endpoint is set), `OTEL_SERVICE_NAME` or `service` as the service's
     name, the global tracer provider (so an instrumented library's spans join the trace), and a
-    flush at exit. None when tracing is off. `provider`: a test's own, used as it is."""
-    global _started
+    flush at exit. None when tracing is off, or asked for without the `otel` extra installed (a
+    warning says so, once). `provider`: a test's own, used as it is."""
+    global _started, _missing
     with _lock:
         if _started is not None:
             return _started
         if provider is None:
-            if not wanted():
+            if not wanted() or _missing:
                 return None
-            provider = _provider(service)
+            try:
+                provider = _provider(service)
+            except ImportError as exc:
+                _missing = True
+                log.warning(MISSING, exc.name or "opentelemetry")
+                return None
         _started = Tracer(provider)
         return _started
 
@@ -229,6 +242,6 @@ def _processors() -> list[Any]:
 
 def reset() -> None:
     """Forget this process's tracer (tests: a new in-memory provider for the next)."""
-    global _started
+    global _started, _missing
     with _lock:
-        _started = None
+        _started, _missing = None, False

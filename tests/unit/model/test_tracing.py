@@ -3,6 +3,8 @@ and spans made with explicit times and parents, into the SDK's in-memory exporte
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -121,6 +123,22 @@ def test_the_current_span_is_the_parent_of_spans_made_inside_it(
     assert call.parent is not None
     assert call.parent.span_id == routine.get_span_context().span_id  # type: ignore[union-attr]
     assert [event.name for event in routine.events] == ["exception"]
+
+
+def test_asked_for_without_the_extra_it_warns_once_and_goes_on_untraced(
+    exporter: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)  # as if it were not installed
+    with caplog.at_level(logging.WARNING, logger="stateous.tracing"):
+        assert tracing.start("test") is None
+        assert tracing.start("test") is None
+    assert [r.getMessage() for r in caplog.records] == [
+        "OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_TRACES_EXPORTER asks for traces, but opentelemetry "
+        "is not installed; going on without traces (pip install 'stateous[otel]')"
+    ]
 
 
 def test_start_is_once_a_process_and_off_without_the_variables(
