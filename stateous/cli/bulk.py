@@ -7,7 +7,16 @@ from typing import Any
 
 import click
 
-from stateous.cli.listing import DEFAULT, MOST, aligned, cut_line, limit_option, more_than
+from stateous.cli.listing import (
+    DEFAULT,
+    MOST,
+    after_option,
+    aligned,
+    cut_line,
+    echo_next,
+    limit_option,
+    more_than,
+)
 from stateous.cli.params import WholeNumber
 from stateous.cli.token import control_plane, url_option, wrong_shape
 from stateous.cli.where import handled, show_lines
@@ -55,15 +64,16 @@ def _more_jobs(client: Client, page: int, shown: int) -> tuple[int, bool]:
 
 @bulk_group.command("list")
 @limit_option("jobs")
+@after_option("jobs")
 @url_option
-def list_command(limit: int | None, url: str | None) -> None:
+def list_command(limit: int | None, after: str | None, url: str | None) -> None:
     """The bulk jobs, newest first: id, action, status, progress, when, who."""
     shown = limit or DEFAULT
     with control_plane(url) as client:
-        jobs = client.bulk_jobs(limit=limit)
+        jobs = client.bulk_jobs(limit=limit, after=after)
         if not all(isinstance(job, dict) for job in jobs):
             raise wrong_shape(client.url)
-        more, at_least = _more_jobs(client, len(jobs), shown)
+        more, at_least = _more_jobs(client, len(jobs), shown) if after is None else (0, False)
     if not jobs:
         click.echo("no bulk jobs")
         return
@@ -71,6 +81,7 @@ def list_command(limit: int | None, url: str | None) -> None:
         click.echo(line)
     if more:
         click.echo(cut_line(more, shown, at_least=at_least))
+    echo_next(jobs)
 
 
 @bulk_group.command("show")

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from stateous.cli.listing import DEFAULT, cut_line, limit_option, more_than
+from stateous.cli.listing import DEFAULT, after_option, cut_line, echo_next, limit_option, more_than
 from stateous.cli.token import ArgumentError, control_plane, url_option, wrong_shape
 from stateous.client import Client
 from stateous.model.history import display_state, local_datetime
@@ -87,8 +87,9 @@ def check_state(client: Client, state: str) -> None:
 @click.command("inbox")
 @click.option("--state", "state", metavar="STATE", default=None, help="Only this state's tasks.")
 @limit_option("tasks")
+@after_option("tasks")
 @url_option
-def inbox_command(state: str | None, limit: int | None, url: str | None) -> None:
+def inbox_command(state: str | None, limit: int | None, after: str | None, url: str | None) -> None:
     """Show the tokens waiting for a person, the longest waiting first.
 
     Each row is a task that reported it waits: its token, its state, since when it waits, the
@@ -97,10 +98,12 @@ def inbox_command(state: str | None, limit: int | None, url: str | None) -> None
     """
     shown = limit or DEFAULT
     with control_plane(url) as client:
-        entries = client.inbox(state=state, limit=limit)
+        entries = client.inbox(state=state, limit=limit, after=after)
         if not all(isinstance(e, dict) for e in entries):
             raise wrong_shape(client.url)
-        more = more_than(len(entries), shown, lambda: waiting_count(client.stats(), state))
+        more = 0
+        if after is None:  # a later page's count is unknown; its cursor says more follow
+            more = more_than(len(entries), shown, lambda: waiting_count(client.stats(), state))
         if not entries and state is not None:
             check_state(client, state)
     if not entries:
@@ -110,3 +113,4 @@ def inbox_command(state: str | None, limit: int | None, url: str | None) -> None
     if more:
         click.echo(cut_line(more, shown))
     click.echo(ANSWER)
+    echo_next(entries)

@@ -1,5 +1,5 @@
-"""What the listing commands share: their page's size and `--limit`, the line that says a
-listing is cut, and plain columns."""
+"""What the listing commands share: their page's size, `--limit` and `--after`, the lines that
+say a listing is cut and where its next page starts, and plain columns."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from stateous.cli.params import WholeNumber
+from stateous.client.pages import Page
 
 DEFAULT = 100
 """The page of a listing when `--limit` is not given: the control plane's default."""
@@ -28,6 +29,24 @@ def limit_option(rows: str, when: str = "") -> Callable[[Callable[..., Any]], Ca
         default=None,
         help=f"{when}: list {most}" if when else most[0].upper() + most[1:],
     )
+
+
+def after_option(rows: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`--after CURSOR`: the page of `rows` after the one that printed `next page: --after
+    CURSOR` (on stderr, so the rows of the pages can be written one after the other)."""
+    return click.option(
+        "--after",
+        "after",
+        metavar="CURSOR",
+        default=None,
+        help=f"List the {rows} after a page that printed 'next page: --after CURSOR'.",
+    )
+
+
+def echo_next(page: Page) -> None:
+    """On stderr, where the next page starts, when one follows `page`."""
+    if page.next is not None:
+        click.echo(f"next page: --after {page.next}", err=True)
 
 
 def more_than(page: int, limit: int, count: Callable[[], int]) -> int:

@@ -12,7 +12,15 @@ from typing import Any
 
 import click
 
-from stateous.cli.listing import DEFAULT, MOST, cut_line, limit_option, more_than
+from stateous.cli.listing import (
+    DEFAULT,
+    MOST,
+    after_option,
+    cut_line,
+    echo_next,
+    limit_option,
+    more_than,
+)
 from stateous.cli.params import StatePair, VersionRef
 from stateous.cli.version_names import resolve, version_note, version_rows
 from stateous.cli.where import (
@@ -271,34 +279,42 @@ def fire_command(
 @click.argument("token_id", metavar="[ID]", required=False)
 @click.option("--graph", is_flag=True, help="Print the workflow as a Mermaid diagram.")
 @limit_option("tokens", when="With no ID")
+@after_option("tokens")
 @url_option
-def show_command(token_id: str | None, graph: bool, limit: int | None, url: str | None) -> None:
+def show_command(
+    token_id: str | None, graph: bool, limit: int | None, after: str | None, url: str | None
+) -> None:
     """\b
     Show a token, its children and its history. With no ID, list the tokens. With --graph, draw the workflow.
 
     Times are shown in this computer's time zone. The listing shows at most 100 tokens (--limit),
-    the most recently moved first, and says how many more there are.
+    the most recently moved first, and says how many more there are; when more follow, it
+    prints on stderr the --after that lists them.
     """
     if token_id is not None and graph:
         raise usage_error("give a token ID or --graph, not both")
-    if limit is not None and (token_id is not None or graph):
-        raise usage_error("--limit is for the listing: give no ID and no --graph")
+    if (limit is not None or after is not None) and (token_id is not None or graph):
+        option = "--limit" if limit is not None else "--after"
+        raise usage_error(f"{option} is for the listing: give no ID and no --graph")
     with control_plane(url) as client:
         if graph:
             _show_graph(client)
         elif token_id is None:
-            _show_listing(client, limit)
+            _show_listing(client, limit, after)
         else:
             _show_token(client, token_id)
 
 
-def _show_listing(client: Client, limit: int | None) -> None:
-    """The most recently moved tokens, then how many more there are when the page is cut."""
-    tokens = _objects(client.tokens(limit=limit), client.url)
+def _show_listing(client: Client, limit: int | None, after: str | None) -> None:
+    """The most recently moved tokens, then how many more there are when the first page is
+    cut (a later page's count is unknown: the next page's cursor says that more follow)."""
+    page = client.tokens(limit=limit, after=after)
+    tokens = _objects(page, client.url)
     shown = limit or DEFAULT
-    more = more_than(len(tokens), shown, lambda: _token_count(client))
+    more = more_than(len(tokens), shown, lambda: _token_count(client)) if after is None else 0
     cut = [Line(((cut_line(more, shown), STYLE_QUIET),))] if more else []
     echo_lines([*listing_lines(tokens), *cut])
+    echo_next(page)
 
 
 def _token_count(client: Client) -> int:
@@ -364,9 +380,14 @@ class SearchPair(click.ParamType[tuple[str, Any]]):
     help="Only tokens of this status: " + ", ".join(TOKEN_STATUSES) + ".",
 )
 @limit_option("tokens")
+@after_option("tokens")
 @url_option
 def find_command(
-    pairs: tuple[tuple[str, Any], ...], status: str | None, limit: int | None, url: str | None
+    pairs: tuple[tuple[str, Any], ...],
+    status: str | None,
+    limit: int | None,
+    after: str | None,
+    url: str | None,
 ) -> None:
     """Find tokens by their context: every KEY=VALUE must hold.
 
@@ -379,11 +400,15 @@ def find_command(
     except SearchError as exc:
         raise usage_error(str(exc)) from None
     with control_plane(url) as client:
-        found = _objects(client.tokens(status=status, limit=limit, context=context), client.url)
+        page = client.tokens(status=status, limit=limit, context=context, after=after)
+        found = _objects(page, client.url)
         shown = limit or DEFAULT
-        more, at_least = _more_found(client, status, context, len(found), shown)
+        more, at_least = 0, False
+        if after is None:
+            more, at_least = _more_found(client, status, context, len(found), shown)
     cut = [Line(((cut_line(more, shown, at_least=at_least), STYLE_QUIET),))] if more else []
     echo_lines([*listing_lines(found), *cut])
+    echo_next(page)
 
 
 def _more_found(

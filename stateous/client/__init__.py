@@ -3,5 +3,6 @@
 from stateous.client.async_client import AsyncClient
 from stateous.client.client import Client
 from stateous.client.errors import ClientError, NotFound, Refused, Unreachable
+from stateous.client.pages import Page
 
-__all__ = ["AsyncClient", "Client", "ClientError", "NotFound", "Refused", "Unreachable"]
+__all__ = ["AsyncClient", "Client", "ClientError", "NotFound", "Page", "Refused", "Unreachable"]

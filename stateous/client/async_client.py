@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from types import TracebackType
 from typing import Any, Self
 
@@ -12,6 +19,7 @@ from stateous.client import routes
 from stateous.client.base import BaseClient
 from stateous.client.batch import Answer, Start, StartPlan
 from stateous.client.errors import Refused
+from stateous.client.pages import Page, next_cursor
 from stateous.client.wire import Request
 
 
@@ -96,9 +104,10 @@ class AsyncClient(BaseClient):
         parent: str | None = None,
         limit: int | None = None,
         context: Mapping[str, Any] | None = None,
-    ) -> list[Any]:
+        after: str | None = None,
+    ) -> Page:
         """As `Client.tokens`."""
-        return await self._list(routes.tokens(status, parent, limit, context))
+        return await self._page(routes.tokens(status, parent, limit, context, after))
 
     async def history(self, token: str) -> list[Any]:
         """As `Client.history`."""
@@ -185,9 +194,9 @@ class AsyncClient(BaseClient):
         """As `Client.bulk_job`."""
         return await self._object(routes.bulk_job(job))
 
-    async def bulk_jobs(self, *, limit: int | None = None) -> list[Any]:
+    async def bulk_jobs(self, *, limit: int | None = None, after: str | None = None) -> Page:
         """As `Client.bulk_jobs`."""
-        return await self._list(routes.bulk_jobs(limit))
+        return await self._page(routes.bulk_jobs(limit, after))
 
     async def stop_bulk(self, job: int) -> dict[str, Any]:
         """As `Client.stop_bulk`."""
@@ -200,9 +209,10 @@ class AsyncClient(BaseClient):
         token: str | None = None,
         since: str | None = None,
         limit: int | None = None,
-    ) -> list[Any]:
+        after: str | None = None,
+    ) -> Page:
         """As `Client.audit`."""
-        return await self._list(routes.audit(actor, token, since, limit))
+        return await self._page(routes.audit(actor, token, since, limit, after))
 
     # ------------------------------------------------------------ schedules (spec 97 §1)
 
@@ -288,9 +298,11 @@ class AsyncClient(BaseClient):
         """As `Client.report`."""
         return await self._object(routes.report(task, event, payload, attempt))
 
-    async def inbox(self, *, state: str | None = None, limit: int | None = None) -> list[Any]:
+    async def inbox(
+        self, *, state: str | None = None, limit: int | None = None, after: str | None = None
+    ) -> Page:
         """As `Client.inbox`."""
-        return await self._list(routes.inbox(state, limit))
+        return await self._page(routes.inbox(state, limit, after))
 
     async def supervisors(self) -> list[Any]:
         """As `Client.supervisors`."""
@@ -308,6 +320,21 @@ class AsyncClient(BaseClient):
         """As `Client.versions`."""
         return await self._list(routes.versions())
 
+    # ------------------------------------------------------------ pages (issue 32)
+
+    async def every(
+        self, listing: Callable[..., Awaitable[Page]], /, **filters: Any
+    ) -> AsyncIterator[Any]:
+        """As `Client.every`: `async for t in c.every(c.tokens, status="active")`."""
+        after: str | None = None
+        while True:
+            page = await listing(**filters, after=after)
+            for row in page:
+                yield row
+            if page.next is None:
+                return
+            after = page.next
+
     # ------------------------------------------------------------ one request
 
     async def _object(self, request: Request) -> dict[str, Any]:
@@ -315,6 +342,10 @@ class AsyncClient(BaseClient):
 
     async def _list(self, request: Request) -> list[Any]:
         return self._as_list(self._read(await self._exchange(request)))
+
+    async def _page(self, request: Request) -> Page:
+        response = await self._exchange(request)
+        return Page(self._as_list(self._read(response)), next_cursor(response))
 
     async def _exchange(self, request: Request) -> httpx.Response:
         """As `Client._exchange`, awaited."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -12,6 +12,7 @@ from stateous.client import routes
 from stateous.client.base import BaseClient
 from stateous.client.batch import Answer, Start, StartPlan
 from stateous.client.errors import Refused
+from stateous.client.pages import Page, next_cursor
 from stateous.client.wire import Request
 
 
@@ -102,13 +103,15 @@ class Client(BaseClient):
         parent: str | None = None,
         limit: int | None = None,
         context: Mapping[str, Any] | None = None,
-    ) -> list[Any]:
-        """Tokens, most recently moved first; `limit` 1–1000, the server's default 100.
+        after: str | None = None,
+    ) -> Page:
+        """Tokens, most recently moved first; `limit` 1–1000, the server's default 100. The
+        answer is a `Page`: a list, with `next` the cursor of the next page (`after=`) or None.
 
         `context` finds tokens by their searchable context keys (spec 95 §1): every key must hold
         (`{"customer": "acme", "order_id": 4711}`). A key the workflow does not search by is
         `Refused` with code `invalid_argument`; a key still being filled, `search_not_ready`."""
-        return self._list(routes.tokens(status, parent, limit, context))
+        return self._page(routes.tokens(status, parent, limit, context, after))
 
     def history(self, token: str) -> list[Any]:
         """The token's ledger in `seq` order, each entry `{seq, at, kind, data}`."""
@@ -200,9 +203,9 @@ class Client(BaseClient):
         """A bulk job and its progress: `matched`, `done`, `skipped` by code, `status`."""
         return self._object(routes.bulk_job(job))
 
-    def bulk_jobs(self, *, limit: int | None = None) -> list[Any]:
-        """Bulk jobs, newest first."""
-        return self._list(routes.bulk_jobs(limit))
+    def bulk_jobs(self, *, limit: int | None = None, after: str | None = None) -> Page:
+        """Bulk jobs, newest first, as a `Page` (`after`: a page's `next`)."""
+        return self._page(routes.bulk_jobs(limit, after))
 
     def stop_bulk(self, job: int) -> dict[str, Any]:
         """Stop a running bulk job; what is done stays done."""
@@ -215,9 +218,11 @@ class Client(BaseClient):
         token: str | None = None,
         since: str | None = None,
         limit: int | None = None,
-    ) -> list[Any]:
-        """Operators' acts newest first: `{token, seq, at, kind, actor, via, reason, bulk}`."""
-        return self._list(routes.audit(actor, token, since, limit))
+        after: str | None = None,
+    ) -> Page:
+        """Operators' acts newest first: `{token, seq, at, kind, actor, via, reason, bulk}`, as
+        a `Page` (`after`: a page's `next`)."""
+        return self._page(routes.audit(actor, token, since, limit, after))
 
     # ------------------------------------------------------------ schedules (spec 97 §1)
 
@@ -306,10 +311,13 @@ class Client(BaseClient):
         """Report `event` as the outcome of a waiting task (work that went on outside)."""
         return self._object(routes.report(task, event, payload, attempt))
 
-    def inbox(self, *, state: str | None = None, limit: int | None = None) -> list[Any]:
-        """The waiting tasks of live tokens, the longest waiting first (spec 80 §6): each
+    def inbox(
+        self, *, state: str | None = None, limit: int | None = None, after: str | None = None
+    ) -> Page:
+        """The waiting tasks of live tokens, the longest waiting first (spec 80 §6), as a `Page`
+        (`after`: a page's `next`): each
         `{task, token, state, visit, status, since, note, events: [{event, payload_schema}]}`."""
-        return self._list(routes.inbox(state, limit))
+        return self._page(routes.inbox(state, limit, after))
 
     def supervisors(self) -> list[Any]:
         """The supervisors seen lately with their `status`: live, stale or gone (spec 80 §5)."""
@@ -330,6 +338,23 @@ class Client(BaseClient):
         current, first_served_at, live}`."""
         return self._list(routes.versions())
 
+    # ------------------------------------------------------------ pages (issue 32)
+
+    def every(self, listing: Callable[..., Page], /, **filters: Any) -> Iterator[Any]:
+        """Every row of a listing (`tokens`, `inbox`, `audit`, `bulk_jobs`) with `filters`,
+        page after page, one request a page: `for t in c.every(c.tokens, status="active")`.
+
+        Each page starts after the last row of the one before (a keyset, never an offset): a
+        row that moves while the walk goes on (a token that enters a state) may come twice or
+        not at all."""
+        after: str | None = None
+        while True:
+            page = listing(**filters, after=after)
+            yield from page
+            if page.next is None:
+                return
+            after = page.next
+
     # ------------------------------------------------------------ one request
 
     def _object(self, request: Request) -> dict[str, Any]:
@@ -337,6 +362,10 @@ class Client(BaseClient):
 
     def _list(self, request: Request) -> list[Any]:
         return self._as_list(self._read(self._exchange(request)))
+
+    def _page(self, request: Request) -> Page:
+        response = self._exchange(request)
+        return Page(self._as_list(self._read(response)), next_cursor(response))
 
     def _exchange(self, request: Request) -> httpx.Response:
         """Send `request`, failing over as `BaseClient` rules; the answer, or `Unreachable`."""

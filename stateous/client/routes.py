@@ -32,9 +32,12 @@ def tokens(
     parent: str | None,
     limit: int | None,
     context: Mapping[str, Any] | None = None,
+    after: str | None = None,
 ) -> Request:
-    """`GET /tokens`; each key of `context` as `context.KEY=JSON` (spec 95 §1)."""
-    params = query(status=status, parent=parent, limit=limit) | context_params(context)
+    """`GET /tokens`; each key of `context` as `context.KEY=JSON` (spec 95 §1); `after` a
+    page's cursor."""
+    params = query(status=status, parent=parent, limit=limit, after=after)
+    params |= context_params(context)
     return Request("GET", "/tokens", params=params)
 
 
@@ -114,18 +117,23 @@ def bulk_job(job: int) -> Request:
     return Request("GET", f"/bulk/{segment(job)}")
 
 
-def bulk_jobs(limit: int | None) -> Request:
-    return Request("GET", "/bulk", params=query(limit=limit))
+def bulk_jobs(limit: int | None, after: str | None = None) -> Request:
+    return Request("GET", "/bulk", params=query(limit=limit, after=after))
 
 
 def stop_bulk(job: int) -> Request:
     return Request("POST", f"/bulk/{segment(job)}/stop", body={})
 
 
-def audit(actor: str | None, token: str | None, since: str | None, limit: int | None) -> Request:
-    return Request(
-        "GET", "/audit", params=query(actor=actor, token=token, since=since, limit=limit)
-    )
+def audit(
+    actor: str | None,
+    token: str | None,
+    since: str | None,
+    limit: int | None,
+    after: str | None = None,
+) -> Request:
+    params = query(actor=actor, token=token, since=since, limit=limit, after=after)
+    return Request("GET", "/audit", params=params)
 
 
 def export(ended_before: str, after: str | None, limit: int | None) -> Request:
@@ -196,8 +204,8 @@ def report(task: int, event: str, payload: dict[str, Any] | None, attempt: int |
     return Request("POST", f"/tasks/{segment(task)}/report", body=body)
 
 
-def inbox(state: str | None, limit: int | None) -> Request:
-    return Request("GET", "/inbox", params=query(state=state, limit=limit))
+def inbox(state: str | None, limit: int | None, after: str | None = None) -> Request:
+    return Request("GET", "/inbox", params=query(state=state, limit=limit, after=after))
 
 
 def supervisors() -> Request:

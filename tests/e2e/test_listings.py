@@ -1,5 +1,6 @@
-"""The listings that say when they are cut (`… and N more`), `bulk list`'s header and
-`stateous stats`, as real processes against a real `stateous serve` of `sdlc`."""
+"""The listings that say when they are cut (`… and N more`) and where their next page starts
+(`next page: --after CURSOR` on stderr, issue 32), `bulk list`'s header and `stateous stats`, as
+real processes against a real `stateous serve` of `sdlc`."""
 
 from __future__ import annotations
 
@@ -26,6 +27,18 @@ def ok(*args: str, url: str) -> list[str]:
     code, out, err = stateous(*args, url=url)
     assert (code, err) == (0, ""), (args, code, out, err)
     return [line.rstrip() for line in out.splitlines()]
+
+
+def paged(*args: str, url: str) -> tuple[list[str], str | None]:
+    """The stdout lines of a listing that must succeed, and the cursor of its next page (None
+    when stderr says none)."""
+    code, out, err = stateous(*args, url=url)
+    assert code == 0, (args, code, out, err)
+    after = None
+    if err:
+        assert err.startswith("next page: --after ") and err.count("\n") == 1, err
+        after = err.removeprefix("next page: --after ").strip()
+    return [line.rstrip() for line in out.splitlines()], after
 
 
 @pytest.fixture(scope="module")
@@ -55,22 +68,39 @@ def wait_for_jobs(url: str) -> None:
 
 
 def test_the_token_listing_says_how_many_more(five: str) -> None:
-    assert ok("token", "show", "--limit", "3", url=five) == [
+    lines, after = paged("token", "show", "--limit", "3", url=five)
+    assert lines == [
         "T-5: coding, paused",
         "T-4: coding, paused",
         "T-3: coding, active",
         f"… and 2 more {CUT}",
     ]
-    assert ok("token", "show", "--limit", "5", url=five)[-1] == "T-1: coding, active"
+    every = ok("token", "show", "--limit", "5", url=five)
+    assert every[-1] == "T-1: coding, active"
+    assert after is not None
+    assert paged("token", "show", "--limit", "3", "--after", after, url=five) == (every[3:], None)
+    lines, after = paged("token", "show", "--limit", "2", "--after", after, url=five)
+    assert (lines, after) == (every[3:], None)  # a full last page: no next page
     assert len(ok("token", "show", url=five)) == 5
-    code, out, err = stateous("token", "show", "T-1", "--limit", "3", url=five)
-    assert (code, out) == (2, "")
-    assert err.splitlines()[-1] == ("Error: --limit is for the listing: give no ID and no --graph")
+    for option in ("--limit", "--after"):
+        code, out, err = stateous("token", "show", "T-1", option, "3", url=five)
+        assert (code, out) == (2, "")
+        assert err.splitlines()[-1] == (
+            f"Error: {option} is for the listing: give no ID and no --graph"
+        )
+    code, out, err = stateous("token", "show", "--after", "nope", url=five)
+    assert (code, out) == (1, "")
+    assert "'after' is a cursor from the Link header" in err
 
 
 def test_the_inbox_says_how_many_more(five: str) -> None:
     since = [local_datetime(e["since"]) for e in httpx.get(f"{five}/inbox").json()]
-    assert ok("inbox", "--limit", "2", url=five) == [
+    lines, after = paged("inbox", "--limit", "2", url=five)
+    assert after is not None
+    assert paged("inbox", "--limit", "2", "--after", after, url=five)[0][2] == (
+        f"T-3     coding   {since[2]}   -              done, stuck"
+    )
+    assert lines == [
         "token   state    waiting since         the question   the events it takes",
         "─" * 73,
         f"T-1     coding   {since[0]}   -              done, stuck",
@@ -78,14 +108,20 @@ def test_the_inbox_says_how_many_more(five: str) -> None:
         f"… and 1 more {CUT}",
         ANSWER,
     ]
-    assert ok("inbox", "--limit", "2", "--state", "coding", url=five)[-2] == f"… and 1 more {CUT}"
+    lines, _ = paged("inbox", "--limit", "2", "--state", "coding", url=five)
+    assert lines[-2] == f"… and 1 more {CUT}"
     assert ok("inbox", "--limit", "3", url=five)[-2].startswith("T-3 ")
 
 
 def test_bulk_list_has_a_header_and_says_how_many_more(five: str) -> None:
     jobs = httpx.get(f"{five}/bulk").json()
     created = [local_datetime(job["created_at"]) for job in jobs]
-    assert ok("bulk", "list", "--limit", "2", url=five) == [
+    lines, after = paged("bulk", "list", "--limit", "2", url=five)
+    assert after is not None
+    assert paged("bulk", "list", "--limit", "2", "--after", after, url=five)[0][1:] == [
+        f"1    pause   finished  1/1       {created[2]}  -"
+    ]
+    assert lines == [
         f"job  action  status    progress  created{' ' * (len(created[0]) - 5)}by",
         f"3    pause   finished  1/1       {created[0]}  -",
         f"2    pause   finished  1/1       {created[1]}  -",

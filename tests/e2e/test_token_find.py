@@ -92,10 +92,12 @@ def test_status_and_a_cut_page(url: str) -> None:
     assert ok("token", "find", "customer=acme", "--status", "paused", url=url) == [
         "O-2: coding, paused"
     ]
-    assert ok("token", "find", "customer=acme", "--status", "active", "--limit", "1", url=url) == [
-        "O-4: coding, active",
-        f"… and 1 more {CUT}",
-    ]
+    found = ("token", "find", "customer=acme", "--status", "active", "--limit", "1")
+    code, out, err = stateous(*found, url=url)
+    assert (code, out.splitlines()) == (0, ["O-4: coding, active", f"… and 1 more {CUT}"])
+    assert err.startswith("next page: --after "), err
+    after = err.removeprefix("next page: --after ").strip()
+    assert ok(*found, "--after", after, url=url) == ["O-1: coding, active"]
     assert ok("token", "find", "customer=acme", "--limit", "3", url=url)[-1] == (
         "O-1: coding, active"
     )

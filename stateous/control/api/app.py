@@ -24,6 +24,7 @@ from stateous.control.api import (
     longpoll,
     openapi,
     operator,
+    pages,
     roles,  # spec 97 §3
     supervisors,
 )
@@ -105,22 +106,27 @@ async def start_token(request: Request[Any, Any, Any]) -> Response[bytes]:
 @get("/tokens")
 async def list_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Tokens, most recently moved first; `context.KEY=JSON` finds them by their search keys
-    (spec 95 §1)."""
+    (spec 95 §1); `after=CURSOR` the page after the one whose `Link` header gave it."""
     names = ("status", "parent", "limit", "structure", "state", "prefix")
     query = {name: request.query_params.get(name) for name in names}
     status, parent, limit, structure = bodies.listing_args(query)
     more: dict[str, Any] = bodies.listing_more(query)
+    after = pages.cursor_arg(request.query_params.get("after"), "ts")
+    if after is not None:
+        more["after"] = (after[0], after[1])
     wanted = bodies.context_args(request.query_params.multi_items())
     config = plane_of(request).config
     if wanted:
         more["context"] = search.search_texts(config.versions, wanted)
 
-    def listing(conn: Connection) -> Any:
+    def listing(conn: Connection) -> pages.Page:
         if wanted:
             search.check_ready(conn, config.versions, config.filling, wanted)
-        return reads.list_tokens(conn, status, parent, limit, structure, **more)
+        found = reads.list_tokens(conn, status, parent, limit + 1, structure, **more)
+        return pages.Page(found, limit, lambda t: (pages.wire_time(t["entered_at"]), t["token"]))
 
-    return answer(await run(request, "list", listing))
+    page = await run(request, "list", listing)
+    return pages.paged(request, page.rows, page.next)
 
 
 @get("/tokens/{token_id:str}")

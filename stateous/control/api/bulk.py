@@ -8,7 +8,9 @@ from typing import Any
 
 from litestar import Request, Response, get, post
 from litestar.params import FromPath
+from sqlalchemy import Connection
 
+from stateous.control.api import pages
 from stateous.control.api.acts import by_of
 from stateous.control.api.answers import answer, plane_of, read_body, run
 from stateous.control.clock import iso
@@ -81,11 +83,20 @@ def job_segment(segment: str) -> int:
 
 @get("/audit")
 async def get_audit(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """The operators' acts, newest first, across all tokens (spec 80 §1)."""
+    """The operators' acts, newest first, across all tokens (spec 80 §1); `after=CURSOR` the
+    next page (its `Link` header)."""
     names = ("actor", "token", "since", "limit")
     filters = audit_query({name: request.query_params.get(name) for name in names})
-    found = await run(request, "audit", lambda conn: audit.acts(conn, **filters))
-    return answer([act_wire(act) for act in found])
+    after = pages.cursor_arg(request.query_params.get("after"), "tsi")
+    limit = filters.pop("limit")
+
+    def listing(conn: Connection) -> pages.Page:
+        key = (after[0], after[1], after[2]) if after is not None else None
+        found = audit.acts(conn, **filters, limit=limit + 1, after=key)
+        return pages.Page(found, limit, lambda act: (act.at, act.token, act.seq))
+
+    page = await run(request, "audit", listing)
+    return pages.paged(request, [act_wire(act) for act in page.rows], page.next)
 
 
 @post("/bulk", status_code=202)
@@ -102,12 +113,20 @@ async def create_bulk(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 @get("/bulk")
 async def list_bulk(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """Bulk jobs, newest first; `status=` and `limit=` filter."""
+    """Bulk jobs, newest first; `status=` and `limit=` filter; `after=CURSOR` the next page
+    (its `Link` header)."""
     status = request.query_params.get("status")
     if status is not None and status not in JOB_STATUSES:
         raise invalid("invalid_argument", "'status' is one of " + ", ".join(JOB_STATUSES))
     limit = _limit(request.query_params.get("limit"))
-    return answer(await run(request, "bulk read", lambda conn: bulk.list_wire(conn, limit, status)))
+    after = pages.cursor_arg(request.query_params.get("after"), "i")
+
+    def listing(conn: Connection) -> pages.Page:
+        found = bulk.list_wire(conn, limit + 1, status, after[0] if after else None)
+        return pages.Page(found, limit, lambda job: (job["job"],))
+
+    page = await run(request, "bulk read", listing)
+    return pages.paged(request, page.rows, page.next)
 
 
 @get("/bulk/{job:str}")

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Request, Response, get
+from sqlalchemy import Connection
 
-from stateous.control.api.answers import answer, plane_of, run
+from stateous.control.api import pages
+from stateous.control.api.answers import plane_of, run
 from stateous.control.api.operator import DEFAULT_LIMIT, MAX_LIMIT, _text, _whole
 from stateous.control.clock import iso
 from stateous.control.store.inbox import Waiting, waiting_tasks
@@ -47,12 +49,21 @@ def waiting_wire(graph: Graph, found: Waiting) -> dict[str, Any]:
 
 @get("/inbox")
 async def inbox(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """The waiting tasks of active and paused tokens, the longest waiting first."""
+    """The waiting tasks of active and paused tokens, the longest waiting first; `after=CURSOR`
+    the next page (its `Link` header)."""
     state = _text("state", request.query_params.get("state"), 129)
     limit = _whole("limit", request.query_params.get("limit"), 1, MAX_LIMIT, DEFAULT_LIMIT)
+    after = pages.cursor_arg(request.query_params.get("after"), "ti")
+    since = (after[0], after[1]) if after is not None else None
     versions = plane_of(request).config.versions
-    found = await run(request, "inbox", lambda conn: waiting_tasks(conn, state, limit))
-    return answer([waiting_wire(versions.of(w.structure), w) for w in found])
+
+    def listing(conn: Connection) -> pages.Page:
+        found = waiting_tasks(conn, state, limit + 1, since)
+        return pages.Page(found, limit, lambda w: (w.since, w.task))
+
+    page = await run(request, "inbox", listing)
+    items = [waiting_wire(versions.of(w.structure), w) for w in page.rows]
+    return pages.paged(request, items, page.next)
 
 
 ROUTES = [inbox]

@@ -616,22 +616,35 @@ REFUSALS = {
     503: "`database_busy`, `not_serving`",
 }
 
+#: `after=CURSOR` of the listings' pages (issue 32): opaque, as a `Link` header gave it.
+_AFTER = ("after", "A cursor from the Link header of the page before: the rows after it")
+
+#: The listings whose `200` may carry `Link: <…&after=CURSOR>; rel="next"` (RFC 8288).
+PAGED = frozenset({"/tokens", "/tasks", "/inbox", "/audit", "/bulk"})
+LINK = {
+    "description": 'RFC 8288 `<PATH?…&after=CURSOR>; rel="next"` when more rows follow; '
+    "absent on the last page",
+    "schema": {"type": "string"},
+}
+
 QUERIES: dict[str, list[tuple[str, str]]] = {
     "/tokens": [("status", "One of the token statuses"), ("parent", "A parent's id"),
                 ("structure", "A structure (sha256:…)"), ("state", "A state"),
                 ("prefix", "The start of the token ids"),
                 ("context.KEY", "A search key's value as JSON (spec 95 §1); several keys "
                  "must all hold"),
-                ("limit", "1 to 1000, default 100")],
+                ("limit", "1 to 1000, default 100"), _AFTER],
     "/tasks": [("status", "One of the task statuses"), ("token", "A token id"),
                ("state", "A state"), ("supervisor", "A supervisor name"),
-               ("limit", "1 to 1000, default 100")],
+               ("limit", "1 to 1000, default 100"), _AFTER],
     "/tokens/{token_id}/history": [("after", "Only the entries with seq > after")],
     "/workflow": [("checksum", "A version on record (sha256:…); default: the current one")],
-    "/inbox": [("state", "A state"), ("limit", "1 to 1000, default 100")],
+    "/inbox": [("state", "A state"), ("limit", "1 to 1000, default 100"), _AFTER],
     "/audit": [("actor", "An actor"), ("token", "A token id"),
-               ("since", "ISO 8601: acts at or after it"), ("limit", "1 to 1000, default 100")],
-    "/bulk": [("status", "running, finished or stopped"), ("limit", "1 to 1000, default 100")],
+               ("since", "ISO 8601: acts at or after it"), ("limit", "1 to 1000, default 100"),
+               _AFTER],
+    "/bulk": [("status", "running, finished or stopped"), ("limit", "1 to 1000, default 100"),
+              _AFTER],
     "/export": [("ended_before", "ISO 8601, required: tokens that ended before it"),
                 ("after", "A token id: the tokens after it"), ("limit", "1 to 1000, default 100")],
 }  # fmt: skip

@@ -13,6 +13,7 @@ from litestar import Request, Response, get
 from litestar.params import FromPath
 from sqlalchemy import Connection
 
+from stateous.control.api import pages
 from stateous.control.api.answers import answer, plane_of, run
 from stateous.control.api.supervisors import stats_with_supervisors
 from stateous.control.clock import iso
@@ -161,11 +162,19 @@ def stats_wire(found: Stats, versions: list[dict[str, Any]]) -> dict[str, Any]:
 
 @get("/tasks")
 async def list_tasks(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """Tasks newest first, filtered by status, token, state and supervisor."""
+    """Tasks newest first, filtered by status, token, state and supervisor; `after=CURSOR`
+    the next page (its `Link` header)."""
     names = ("status", "token", "state", "supervisor", "limit")
     filters = task_query({name: request.query_params.get(name) for name in names})
-    found = await run(request, "tasks", lambda conn: oq.list_tasks(conn, **filters))
-    return answer([task_wire(t) for t in found])
+    after = pages.cursor_arg(request.query_params.get("after"), "i")
+    limit = filters.pop("limit")
+
+    def listing(conn: Connection) -> pages.Page:
+        found = oq.list_tasks(conn, **filters, limit=limit + 1, after=after[0] if after else None)
+        return pages.Page(found, limit, lambda task: (task.id,))
+
+    page = await run(request, "tasks", listing)
+    return pages.paged(request, [task_wire(t) for t in page.rows], page.next)
 
 
 @get("/tokens/{token_id:str}/tasks")

@@ -349,6 +349,8 @@ def wire(conn: Connection, job: store.Job) -> dict[str, Any]:
     }
 
 
-def list_wire(conn: Connection, limit: int, status: str | None) -> list[dict[str, Any]]:
-    """`GET /bulk`: jobs newest first."""
-    return [wire(conn, job) for job in store.list_jobs(conn, limit, status)]
+def list_wire(
+    conn: Connection, limit: int, status: str | None, after: int | None = None
+) -> list[dict[str, Any]]:
+    """`GET /bulk`: jobs newest first; `after`: those with a lower id."""
+    return [wire(conn, job) for job in store.list_jobs(conn, limit, status, after)]

@@ -113,7 +113,8 @@ def _waiting(
     writes = _writes(tx, body, token, outcome)
     check_schedules(tx, body, outcome.schedules)
     token = apply_outcome(tx, token, writes, outcome.schedules)
-    update_task(tx.raw, task.id, status="waiting", lease_until=None)
+    # `waiting_since` is the `task_waiting` row's time: the inbox's order (migration 0014).
+    update_task(tx.raw, task.id, status="waiting", lease_until=None, waiting_since=tx.now)
     tx.write(token.token, "task_waiting", {"task": task.id})
     return token
 

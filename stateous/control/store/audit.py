@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, Select, insert, select, tuple_
 
 from stateous.control.store.tables import audit
 
@@ -61,14 +61,30 @@ def acts(
     token: str | None = None,
     since: datetime | None = None,
     limit: int = 100,
+    after: tuple[datetime, str, int] | None = None,
 ) -> list[Act]:
-    """Operator acts newest first, filtered by actor, token and time (`at >= since`)."""
+    """Operator acts newest first, filtered by actor, token and time (`at >= since`); `after`:
+    only the acts after that (at, token, seq), the last of the page before."""
+    query = acts_query(actor=actor, token=token, since=since, limit=limit, after=after)
+    return [Act(**row._mapping) for row in conn.execute(query)]
+
+
+def acts_query(
+    *,
+    actor: str | None = None,
+    token: str | None = None,
+    since: datetime | None = None,
+    limit: int = 100,
+    after: tuple[datetime, str, int] | None = None,
+) -> Select[Any]:
+    """The query of `acts`: a walk of `audit_at`, or of `audit_actor` for an actor."""
     query = select(audit)
+    if after is not None:
+        query = query.where(tuple_(audit.c.at, audit.c.token, audit.c.seq) < tuple_(*after))
     if actor is not None:
         query = query.where(audit.c.actor == actor)
     if token is not None:
         query = query.where(audit.c.token == token)
     if since is not None:
         query = query.where(audit.c.at >= since)
-    query = query.order_by(audit.c.at.desc(), audit.c.token.desc(), audit.c.seq.desc())
-    return [Act(**row._mapping) for row in conn.execute(query.limit(limit))]
+    return query.order_by(audit.c.at.desc(), audit.c.token.desc(), audit.c.seq.desc()).limit(limit)

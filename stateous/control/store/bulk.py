@@ -133,9 +133,13 @@ def get_job(conn: Connection, job: int) -> Job | None:
     return Job(**row._mapping) if row is not None else None
 
 
-def list_jobs(conn: Connection, limit: int, status: str | None = None) -> list[Job]:
-    """Jobs newest first."""
+def list_jobs(
+    conn: Connection, limit: int, status: str | None = None, after: int | None = None
+) -> list[Job]:
+    """Jobs newest first; `after`: only the jobs with a lower id (the page after it)."""
     query = select(bulk_jobs)
+    if after is not None:
+        query = query.where(bulk_jobs.c.id < after)
     if status is not None:
         query = query.where(bulk_jobs.c.status == status)
     rows = conn.execute(query.order_by(bulk_jobs.c.id.desc()).limit(limit))

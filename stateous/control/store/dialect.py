@@ -21,6 +21,7 @@ from sqlalchemy import (
     Connection,
     Select,
     Table,
+    and_,
     any_,
     bindparam,
     column,
@@ -73,6 +74,11 @@ class Dialect(ABC):
     def rare(self, condition: ColumnElement[bool]) -> ColumnElement[bool]:
         """`condition`, marked as true of few rows where the planner needs telling."""
 
+    @abstractmethod
+    def in_code_order(self, expr: ColumnElement[Any], low: str, high: str | None) -> Any:
+        """`low <= expr < high` (no upper end when `high` is None) comparing texts by their
+        code points, whatever the database's collation, in a form an index of `expr` serves."""
+
 
 class SqliteDialect(Dialect):
     """SQLite: one writer at a time, a list as a JSON array, a hint to its planner."""
@@ -100,6 +106,10 @@ class SqliteDialect(Dialect):
         # them (few tokens are live): without this it would scan every ended token.
         return func.likelihood(condition, literal_column("0.01"))
 
+    def in_code_order(self, expr: ColumnElement[Any], low: str, high: str | None) -> Any:
+        # BINARY, SQLite's collation of every Stateous column, compares UTF-8 bytes.
+        return and_(expr >= low, expr < high) if high is not None else expr >= low
+
 
 class PostgresDialect(Dialect):
     """Postgres: writers side by side (advisory locks, `FOR UPDATE`), lists as arrays, and
@@ -125,6 +135,12 @@ class PostgresDialect(Dialect):
 
     def rare(self, condition: ColumnElement[bool]) -> ColumnElement[bool]:
         return condition
+
+    def in_code_order(self, expr: ColumnElement[Any], low: str, high: str | None) -> Any:
+        # The pattern operators compare bytes under any collation; `tokens_id_order`
+        # (text_pattern_ops) serves them.
+        found = expr.op("~>=~")(low)
+        return and_(found, expr.op("~<~")(high)) if high is not None else found
 
 
 #: The dialect object of each database, by SQLAlchemy's name of it.

@@ -1,4 +1,5 @@
-"""The SQL of the inbox (spec 80 §6): the waiting tasks of live tokens, oldest first."""
+"""The SQL of the inbox (spec 80 §6): the waiting tasks of live tokens, the longest waiting
+first, through `tasks_waiting` (migration 0014)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, Select, select, tuple_
 
 from stateous.control.store.operator_queries import state_name
-from stateous.control.store.tables import TASK_IS_OPEN, ledger, tasks, tokens
+from stateous.control.store.tables import TASK_IS_WAITING, ledger, tasks, tokens
 
-__all__ = ["Waiting", "waiting_tasks"]
+__all__ = ["Waiting", "waiting_query", "waiting_tasks"]
 
 LIVE = ("active", "paused")
 
@@ -38,22 +39,38 @@ class Waiting:
         return state_name(self.workflow, self.state)
 
 
-def _since() -> Any:
-    """When the task began to wait: the token's last `task_waiting` row (a token has one open
-    task at a time, so its last such row is this task's), read through the ledger's key."""
-    return (
-        select(func.max(ledger.c.at))
-        .where(ledger.c.token == tasks.c.token, ledger.c.kind == "task_waiting")
-        .scalar_subquery()
-    )
-
-
-def waiting_tasks(conn: Connection, state: str | None, limit: int) -> list[Waiting]:
-    """Up to `limit` waiting tasks of active or paused tokens, the longest waiting first.
+def waiting_tasks(
+    conn: Connection, state: str | None, limit: int, after: tuple[datetime, int] | None = None
+) -> list[Waiting]:
+    """Up to `limit` waiting tasks of active or paused tokens, the longest waiting first (then
+    by task id); `after`: only those after (since, task id), the last of the page before.
 
     `state` is `<state>` (main workflow) or `<workflow>/<state>` (a child workflow).
     """
-    since = func.coalesce(_since(), tasks.c.queued_at).label("since")
+    rows = conn.execute(waiting_query(state, limit, after)).all()
+    notes = last_notes(conn, [(row.token, row.id) for row in rows])
+    return [
+        Waiting(
+            row.id,
+            row.token,
+            row.workflow,
+            row.state,
+            row.visit,
+            row.status,
+            row.waiting_since,
+            notes.get(row.id),
+            row.structure,
+        )
+        for row in rows
+    ]
+
+
+def waiting_query(
+    state: str | None, limit: int, after: tuple[datetime, int] | None = None
+) -> Select[Any]:
+    """The query of `waiting_tasks`: a walk of `tasks_waiting` in its order, each task's token
+    read by its key, until `limit` of live tokens."""
+    since = tasks.c.waiting_since
     query = (
         select(
             tasks.c.id,
@@ -66,7 +83,7 @@ def waiting_tasks(conn: Connection, state: str | None, limit: int) -> list[Waiti
             tokens.c.structure,
         )
         .join(tokens, tokens.c.token == tasks.c.token)
-        .where(TASK_IS_OPEN, tasks.c.status == "waiting", tokens.c.status.in_(LIVE))
+        .where(TASK_IS_WAITING, tokens.c.status.in_(LIVE))
     )
     if state is not None:
         workflow, _, name = state.rpartition("/")
@@ -74,22 +91,9 @@ def waiting_tasks(conn: Connection, state: str | None, limit: int) -> list[Waiti
             tasks.c.state == name,
             tokens.c.workflow == workflow if workflow else tokens.c.workflow.is_(None),
         )
-    rows = conn.execute(query.order_by(since, tasks.c.id).limit(limit)).all()
-    notes = last_notes(conn, [(row.token, row.id) for row in rows])
-    return [
-        Waiting(
-            row.id,
-            row.token,
-            row.workflow,
-            row.state,
-            row.visit,
-            row.status,
-            row.since,
-            notes.get(row.id),
-            row.structure,
-        )
-        for row in rows
-    ]
+    if after is not None:
+        query = query.where(tuple_(since, tasks.c.id) > tuple_(*after))
+    return query.order_by(since, tasks.c.id).limit(limit)
 
 
 def last_notes(conn: Connection, held: Sequence[tuple[str, int]]) -> dict[int, str]:

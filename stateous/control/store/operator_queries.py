@@ -91,12 +91,16 @@ def list_tasks(
     state: str | None,
     supervisor: str | None,
     limit: int,
+    after: int | None = None,
 ) -> list[OperatorTask]:
-    """Tasks newest first (highest id first); the filters combine.
+    """Tasks newest first (highest id first); the filters combine; `after`: only the tasks
+    with a lower id (the page after the one that ended with that task).
 
     `state` is `<state>` (main workflow) or `<workflow>/<state>` (a child workflow).
     """
     query = _tasks_query()
+    if after is not None:
+        query = query.where(tasks.c.id < after)
     if status is not None:
         query = query.where(tasks.c.status == status)
         if status in OPEN_TASK_STATUSES:

@@ -263,7 +263,9 @@ audit = Table(
     Column("bulk", BigInteger, nullable=True),
 )
 Index("audit_at", audit.c.at, audit.c.token, audit.c.seq)
-Index("audit_actor", audit.c.actor, audit.c.at)
+# An actor's acts in `GET /audit`'s order (token and seq since migration 0014): a page of
+# one actor's acts is a walk of its part, however few of the acts are theirs.
+Index("audit_actor", audit.c.actor, audit.c.at, audit.c.token, audit.c.seq)
 
 # Spec 80 §2: a bulk job, and its matches frozen when it was made (`pending`, then `done` or
 # `skipped` with the refusal's code, each in the transaction that acted on the token).
@@ -385,6 +387,36 @@ token_traces = Table(
     metadata,
     Column("token", String(256), primary_key=True),
     Column("traceparent", String(64), nullable=False),
+)
+
+# Spec 95 §3, the listing's pages (migration 0014). `GET /tokens?state=` walks its state's part
+# in the listing's order, as `tokens_status` does for a status: a state few tokens are in is
+# found without a scan of the others.
+Index("tokens_state", tokens.c.state, tokens.c.entered_at.desc(), tokens.c.token)
+# When a waiting task began to wait (migration 0014; null for a task never waiting): set by the
+# report that makes it wait, in the transaction of its `task_waiting` row and with its time, so
+# `GET /inbox` walks `tasks_waiting` in its order instead of reading the ledger of every
+# waiting task and sorting them.
+tasks.append_column(Column("waiting_since", DateTime(), nullable=True))
+_IS_WAITING = tasks.c.status == literal_column("'waiting'")  # a literal: see `_task_is_open`
+_partial_index(
+    "tasks_waiting",
+    tasks.c.waiting_since,
+    tasks.c.id,
+    where=_IS_WAITING,
+    pg_where=text("(status)::text = 'waiting'::text"),
+)
+#: The condition of `tasks_waiting`, which a query of waiting tasks states to walk it.
+TASK_IS_WAITING = _IS_WAITING
+# The ids in code point order whatever the collation, for the probe of an id prefix
+# (`few.py`): Postgres compares with the pattern operators, which its primary key (in the
+# database's collation) does not serve. SQLite's primary key already orders as bytes, so there
+# the index holds no row (its condition is false) and costs no write.
+Index(
+    "tokens_id_order",
+    tokens.c.token,
+    postgresql_ops={"token": "text_pattern_ops"},
+    sqlite_where=text("0"),
 )
 
 #: Every table name Stateous uses, for the start-up checks of spec 20 §3.4.

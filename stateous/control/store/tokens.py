@@ -8,16 +8,29 @@ through `Connection.execute`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Select, String, bindparam, func, insert, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Select,
+    String,
+    and_,
+    bindparam,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 
 from stateous.control.store.dialect import dialect_of, per_dialect
 from stateous.control.store.direct import execute as run
+from stateous.control.store.few import Narrowed, bound, narrow
 from stateous.control.store.records import TokenRecord
 from stateous.control.store.rows import IN_MOST, insert_rows
 from stateous.control.store.tables import tokens
-from stateous.control.store.token_keys import holds_all
 
 # Hot statements are built once: SQLAlchemy then only binds parameters.
 _GET_TOKEN = select(tokens).where(tokens.c.token == bindparam("t"))
@@ -100,11 +113,17 @@ def listing_columns(
     parent: str | None,
     limit: int,
     structure: str | None = None,
+    *,
+    prefix: str | None = None,
+    context: Mapping[str, str] | None = None,
     **more: Any,
 ) -> Sequence[Sequence[Any]]:
     """The listing's tokens as rows of WIRE_COLUMNS: no record is built for each of the
-    thousand rows a listing may answer. `more`: `listing_query`'s keywords."""
-    return conn.execute(listing_query(status, parent, limit, structure, **more)).all()
+    thousand rows a listing may answer. `prefix` and `context` are probed first (`few`);
+    `more`: `listing_query`'s other keywords."""
+    narrowed = narrow(conn, prefix, context)
+    query = listing_query(status, parent, limit, structure, narrowed=narrowed, **more)
+    return conn.execute(query, bound(narrowed)).all()
 
 
 def listing_query(
@@ -114,11 +133,12 @@ def listing_query(
     structure: str | None = None,
     *,
     state: str | None = None,
-    prefix: str | None = None,
-    context: Mapping[str, str] | None = None,
+    after: tuple[datetime, str] | None = None,
+    narrowed: Narrowed | None = None,
 ) -> Select[Any]:
-    """The listing's query: a walk of `tokens_moved` (or `tokens_status`), in their order.
-    `context`: each key's JSON text must be in `token_keys` for the token (spec 95 §1)."""
+    """The listing's query: a walk of `tokens_moved` (or `tokens_status`, `tokens_state`), in
+    their order, from the row after `after` (a page's last row's `entered_at` and id: a keyset,
+    never an offset). `narrowed`: the prefix's and search keys' conditions (`few.narrow`)."""
     query = select(*WIRE_COLUMNS)
     if status is not None:
         query = query.where(tokens.c.status == status)
@@ -128,11 +148,18 @@ def listing_query(
         query = query.where(tokens.c.structure == structure)
     if state is not None:
         query = query.where(tokens.c.state == state)
-    if prefix is not None:
-        query = query.where(tokens.c.token.startswith(prefix, autoescape=True))
-    if context:
-        query = query.where(*holds_all(context))
+    if narrowed is not None:
+        query = query.where(*narrowed.conditions)
+    if after is not None:
+        query = query.where(after_moved(*after))
     return query.order_by(tokens.c.entered_at.desc(), tokens.c.token.asc()).limit(limit)
+
+
+def after_moved(entered_at: datetime, token: str) -> ColumnElement[bool]:
+    """The tokens listed after (`entered_at`, `token`), most recently moved first: the first
+    term bounds the index walk, the second skips the page's own time's first ids."""
+    moved = tokens.c.entered_at
+    return and_(moved <= entered_at, or_(moved < entered_at, tokens.c.token > token))
 
 
 def children_of(conn: Connection, parent: str) -> list[TokenRecord]:

@@ -88,7 +88,10 @@ def _public(cls: type) -> dict[str, Any]:
 def test_the_async_client_has_the_clients_methods_as_coroutines() -> None:
     mine, theirs = _public(AsyncClient), _public(Client)
     assert mine.keys() == theirs.keys()
-    assert {call[0] for call in CALLS} | {"start_many", "close", "by"} == set(theirs)
+    assert {call[0] for call in CALLS} | {"start_many", "close", "by", "every"} == set(theirs)
+    # `every` walks pages: an async generator of the async listings (test_pages.py)
+    assert inspect.isasyncgenfunction(mine.pop("every"))
+    assert inspect.isgeneratorfunction(theirs["every"])
     for name, method in mine.items():
         assert inspect.signature(method) == inspect.signature(theirs[name]), name
         assert inspect.iscoroutinefunction(method) == (name != "by"), name

@@ -22,6 +22,7 @@ def test_the_package_exports_exactly_the_clients_and_their_errors() -> None:
         "Client",
         "ClientError",
         "NotFound",
+        "Page",
         "Refused",
         "Unreachable",
     ]
