@@ -131,40 +131,51 @@ def _sqlite() -> list[str]:
     ]
 
 
+# One INSERT a firing (an update's -1 and +1 as two rows of it), and a task's token read once.
 _PG_TOKEN_DELTA = """
 CREATE FUNCTION stats_token_delta() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF TG_OP <> 'INSERT' THEN
-    INSERT INTO stats_deltas (kind, structure, workflow, state, status, n)
-    VALUES ('token', coalesce(OLD.structure, ''), coalesce(OLD.workflow, ''), OLD.state,
-            OLD.status, -1);
-  END IF;
-  IF TG_OP <> 'DELETE' THEN
-    INSERT INTO stats_deltas (kind, structure, workflow, state, status, n)
-    VALUES ('token', coalesce(NEW.structure, ''), coalesce(NEW.workflow, ''), NEW.state,
-            NEW.status, 1);
+  IF TG_OP = 'UPDATE' THEN
+    INSERT INTO stats_deltas (kind, structure, workflow, state, status, n) VALUES
+      ('token', coalesce(OLD.structure, ''), coalesce(OLD.workflow, ''), OLD.state, OLD.status,
+       -1),
+      ('token', coalesce(NEW.structure, ''), coalesce(NEW.workflow, ''), NEW.state, NEW.status,
+       1);
+  ELSIF TG_OP = 'INSERT' THEN
+    INSERT INTO stats_deltas (kind, structure, workflow, state, status, n) VALUES
+      ('token', coalesce(NEW.structure, ''), coalesce(NEW.workflow, ''), NEW.state, NEW.status,
+       1);
+  ELSE
+    INSERT INTO stats_deltas (kind, structure, workflow, state, status, n) VALUES
+      ('token', coalesce(OLD.structure, ''), coalesce(OLD.workflow, ''), OLD.state, OLD.status,
+       -1);
   END IF;
   RETURN NULL;
 END $$
 """
 _PG_TASK_DELTA = f"""
 CREATE FUNCTION stats_task_delta() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  was_open boolean := TG_OP <> 'INSERT' AND OLD.status IN {_OPEN};
+  is_open boolean := TG_OP <> 'DELETE' AND NEW.status IN {_OPEN};
+  w text;
 BEGIN
-  IF TG_OP <> 'INSERT' THEN
-    IF OLD.status IN {_OPEN} THEN
-      INSERT INTO stats_deltas (kind, structure, workflow, state, status, n)
-      VALUES ('task', coalesce(OLD.structure, ''),
-              coalesce((SELECT workflow FROM tokens WHERE token = OLD.token), ''), OLD.state,
-              OLD.status, -1);
-    END IF;
+  IF TG_OP = 'DELETE' THEN
+    SELECT workflow INTO w FROM tokens WHERE token = OLD.token;
+  ELSE
+    SELECT workflow INTO w FROM tokens WHERE token = NEW.token;
   END IF;
-  IF TG_OP <> 'DELETE' THEN
-    IF NEW.status IN {_OPEN} THEN
-      INSERT INTO stats_deltas (kind, structure, workflow, state, status, n)
-      VALUES ('task', coalesce(NEW.structure, ''),
-              coalesce((SELECT workflow FROM tokens WHERE token = NEW.token), ''), NEW.state,
-              NEW.status, 1);
-    END IF;
+  w := coalesce(w, '');
+  IF was_open AND is_open THEN
+    INSERT INTO stats_deltas (kind, structure, workflow, state, status, n) VALUES
+      ('task', coalesce(OLD.structure, ''), w, OLD.state, OLD.status, -1),
+      ('task', coalesce(NEW.structure, ''), w, NEW.state, NEW.status, 1);
+  ELSIF was_open THEN
+    INSERT INTO stats_deltas (kind, structure, workflow, state, status, n) VALUES
+      ('task', coalesce(OLD.structure, ''), w, OLD.state, OLD.status, -1);
+  ELSIF is_open THEN
+    INSERT INTO stats_deltas (kind, structure, workflow, state, status, n) VALUES
+      ('task', coalesce(NEW.structure, ''), w, NEW.state, NEW.status, 1);
   END IF;
   RETURN NULL;
 END $$
