@@ -6,7 +6,7 @@ A listing walks an index in its order (most recently moved first) and stops at i
 is quick when many tokens match, and a scan of every token when few do. For few, the quick way
 is the opposite: find them by their index and sort them. No planner is told the count before it
 plans (a prepared statement's plan is made without the values), so the store asks it: a probe
-reads at most `FEW + 1` ids through the filter's own index; when it found `FEW` or fewer, the
+counts at most `FEW + 1` ids through the filter's own index; when there are `FEW` or fewer, the
 listing takes exactly these ids (`token IN`, then a sort of at most `FEW` rows); else it walks
 its order with a condition no index serves, so the planner walks.
 """
@@ -24,9 +24,9 @@ from stateous.control.store.tables import token_keys, tokens
 
 __all__ = ["FEW", "Narrowed", "bound", "narrow", "next_text"]
 
-#: The most ids a listing sorts; beyond, it walks its index. Walking to a page of 100 over a
-#: million tokens of which `FEW` match reads about 100 × 1,000,000 / FEW entries: both ways cost
-#: about as much near this count (bench/pages.py measured it).
+#: The most ids a listing sorts; beyond, it walks its index. When the matches are spread over a
+#: million tokens, a walk to a page of 100 reads about 100 × 1,000,000 / FEW entries, about what
+#: reading and sorting FEW rows costs.
 FEW = 5000
 
 
@@ -86,9 +86,11 @@ def narrow(conn: Connection, prefix: str | None, context: Mapping[str, str] | No
 
 
 def _probe(conn: Connection, narrowed: Narrowed, ids: Any) -> None:
-    found = list(conn.execute(ids.limit(FEW + 1)).scalars())
-    if len(found) <= FEW:
-        narrowed.only(found)
+    # Counted in the database first: reading FEW ids into Python costs more than walking to
+    # the page, and a common value is the usual case.
+    counted = select(func.count()).select_from(ids.limit(FEW + 1).subquery())
+    if conn.execute(counted).scalar_one() <= FEW:
+        narrowed.only(list(conn.execute(ids).scalars()))
 
 
 def bound(narrowed: Narrowed) -> dict[str, Any]:
