@@ -691,7 +691,10 @@ def _responses(answers: dict[int, Answer]) -> Json:
 def _operation(method: str, path: str, op: Operation) -> None:
     body, answers = ROUTES[(method, path)]
     # The spec objects hold plain dicts here: Litestar's to_schema() passes dicts through.
-    op.responses = cast(Any, _responses(answers))
+    responses = _responses(answers)
+    if method == "get" and path in PAGED:  # issue 32: the link to the next page
+        responses["200"]["headers"] = {"Link": LINK}
+    op.responses = cast(Any, responses)
     if body is not None:
         op.request_body = cast(
             Any,
