@@ -72,6 +72,9 @@ ROUTES: list[tuple[str, str, set[str]]] = [
     ("POST", "/tokens/batch", {"ops", "boss"}),
     ("POST", "/bulk", {"ops", "boss"}),
     ("POST", "/prune", {"ops", "boss"}),
+    ("GET", "/schedules", {"viewer", "ops", "boss"}),  # spec 97 §1
+    ("POST", "/schedules", {"ops", "boss"}),
+    ("DELETE", "/schedules/none", {"ops", "boss"}),
     ("POST", "/tasks/claim", {"worker", "boss"}),  # fast path
     ("POST", "/tasks/messages", {"worker", "boss"}),  # fast path
     ("POST", "/tasks/heartbeat", {"worker", "boss"}),
