@@ -6,8 +6,9 @@ tokens that wait on another version run on it with one more event (`million.WITH
 A preload of a million tokens takes minutes, so it is kept between runs: a SQLite file in
 `$STATEOUS_BENCH_CACHE` (default `/var/tmp/stateous-bench`), a Postgres database
 `stateous_million_<key>` (copied per run with `CREATE DATABASE ... TEMPLATE`). The key is a
-digest of the shape, the two graphs, the migrations, tables.py and the code that writes the
-rows: a change to any of them makes a new one (the older ones of the same kind are removed).
+digest of the shape, the two graphs, the code that writes the rows and the schema the
+migrations make (read from a new database): a change to any of them makes a new one (the
+older ones of the same kind are removed).
 A preload half written is never taken: the file is renamed, the database renamed, once done.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 import sys
 import time
 from dataclasses import dataclass
@@ -27,9 +29,9 @@ import preload
 import psycopg
 
 from stateous.control.store import migrate
+from stateous.control.store.db import Store, make_engine
 from stateous.model.graph import Graph, read_graph_file
 
-ROOT = Path(__file__).resolve().parents[1]
 GRAPH = Path("orders") / "build" / "orders.json"
 
 
@@ -53,16 +55,63 @@ def graphs(folder: Path) -> tuple[Graph, Graph]:
     return current, read_graph_file(folder / "other" / GRAPH)
 
 
-def key_of(shape: million.Shape, current: Graph, other: Graph) -> str:
-    """The digest that names a preload: whatever would make its rows or schema differ."""
+def key_of(kind: str, shape: million.Shape, current: Graph, other: Graph, work: Path) -> str:
+    """The digest that names a preload: whatever would make its rows or schema differ (the
+    shape, the graphs, the code that writes the rows, and the schema the migrations make)."""
     digest = hashlib.sha256(repr(shape).encode())
-    digest.update(f"{migrate.HEAD} {current.checksum} {other.checksum}".encode())
-    store = ROOT / "stateous" / "control" / "store"
-    sources = [store / "tables.py", *sorted((store / "migrations").rglob("*.py"))]
-    sources += [Path(million.__file__), Path(preload.__file__)]
-    for source in sources:
+    digest.update(f"{current.checksum} {other.checksum}".encode())
+    for source in (Path(million.__file__), Path(preload.__file__)):
         digest.update(source.read_bytes())
+    digest.update(schema_of(kind, work).encode())
     return digest.hexdigest()[:12]
+
+
+def schema_of(kind: str, work: Path) -> str:
+    """The schema the store's migrations make today on a new database of `kind`, as text:
+    the same text means the same tables, indexes and triggers, whatever the migrations'
+    files look like (a comment changed in one does not make a new preload)."""
+    if kind == "sqlite":
+        path = work / "schema.db"
+        _migrate(f"sqlite:///{path}")
+        conn = sqlite3.connect(path)
+        try:
+            return repr(conn.execute(SQLITE_SCHEMA).fetchall())
+        finally:
+            conn.close()
+            path.unlink()
+    name = f"stateous_schema_{os.getpid()}"
+    with psycopg.connect(common.PG_ADMIN, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        _migrate(common.PG_URL.format(name=name))
+        conninfo = common.PG_URL.format(name=name)
+        with psycopg.connect(conninfo) as pg:
+            return repr([pg.execute(query).fetchall() for query in POSTGRES_SCHEMA])
+    finally:
+        with psycopg.connect(common.PG_ADMIN, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _migrate(url: str) -> None:
+    store = Store(make_engine(url))
+    try:
+        with store.begin() as conn:
+            migrate.upgrade(conn)
+    finally:
+        store.engine.dispose()
+
+
+SQLITE_SCHEMA = "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name"
+POSTGRES_SCHEMA = (
+    "SELECT table_name, column_name, data_type, is_nullable, column_default "
+    "FROM information_schema.columns WHERE table_schema = 'public' ORDER BY 1, 2",
+    "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY 1",
+    "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
+    "WHERE connamespace = 'public'::regnamespace ORDER BY 1",
+    "SELECT tgname, pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1",
+    "SELECT proname, prosrc FROM pg_proc WHERE pronamespace = 'public'::regnamespace ORDER BY 1",
+)
 
 
 @dataclass(frozen=True)
@@ -86,7 +135,7 @@ def cache_folder() -> Path:
 def preloaded(kind: str, shape: million.Shape, work: Path) -> Preloaded:
     """The preload of `shape` on `kind` (`sqlite` or `postgres`), made now if not kept."""
     current, other = graphs(work)
-    key = key_of(shape, current, other)
+    key = key_of(kind, shape, current, other, work)
     if kind == "sqlite":
         return _sqlite(key, shape, current, other)
     return _postgres(key, shape, current, other)
