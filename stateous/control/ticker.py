@@ -182,7 +182,8 @@ class Ticker:
         return fired
 
     def _schedule(self, name: str) -> bool:
-        """The steps of one due schedule, each its own transaction, until it is not due."""
+        """The steps of one due schedule, each its own transaction, until it is not due (or
+        `MOST_STEPS` of them: the next tick goes on)."""
         plane = self.plane
         for _ in range(MOST_STEPS):
             step = plane.run(
@@ -192,7 +193,7 @@ class Ticker:
                 log.warning(
                     "the schedule %r did not start the token %r (%s); its slot is skipped",
                     name,
-                    step.token,
+                    step.refused_token,
                     step.refused.message,
                 )
             if not step.more:

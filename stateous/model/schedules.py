@@ -28,6 +28,8 @@ DEFAULT_TZ = "UTC"
 DEFAULT_CATCH_UP = "last"
 #: `catch_up: all` starts at most this many missed slots (the newest ones, oldest first).
 MOST_CAUGHT_UP = 1000
+#: `catch_up: all` starts at most this many slots in one transaction (a step).
+SLOTS_A_STEP = 50
 #: With `catch_up: none`, a slot is on time (not missed) while the clock is this late at most:
 #: a cron expression counts in minutes, and a restart takes seconds.
 ON_TIME = timedelta(minutes=1)
@@ -239,29 +241,45 @@ def due_slots(spec: ScheduleSpec, since: datetime, now: datetime, most: int) -> 
 
 @dataclass(frozen=True)
 class Plan:
-    """What one step of the clock does with a due schedule: start `slot` (None: no start) and
-    move `next_at` on."""
+    """What one step of the clock does with a due schedule: start the tokens of `slots`
+    (oldest first; none: a skip) and move `next_at` on, in one transaction."""
 
-    slot: datetime | None
+    slots: tuple[datetime, ...]
     next_at: datetime
 
 
 def plan(spec: ScheduleSpec, next_at: datetime, now: datetime) -> Plan | None:
     """The step for a schedule whose next slot is `next_at`, by its `catch_up`; None when no
-    slot is due. `all` starts one slot a step (the oldest of the newest 1,000 due), so each
-    start commits with its own `next_at`."""
+    slot is due. `all` starts at most `SLOTS_A_STEP` slots a step, oldest first (of the newest
+    1,000 due)."""
     if next_at > now:
         return None
-    most = MOST_CAUGHT_UP if spec.catch_up == "all" else 1
-    due = due_slots(spec, next_at, now, most)
-    if not due:
-        return Plan(None, next_slot(spec, now))
     if spec.catch_up == "all":
-        return Plan(due[-1], next_slot(spec, due[-1]))
-    newest = due[0]
-    if spec.catch_up == "none" and now - newest > ON_TIME:
-        return Plan(None, next_slot(spec, now))
-    return Plan(newest, next_slot(spec, now))
+        return _plan_all(spec, next_at, now)
+    due = due_slots(spec, next_at, now, 1)
+    after = next_slot(spec, now)
+    if not due or (spec.catch_up == "none" and now - due[0] > ON_TIME):
+        return Plan((), after)
+    return Plan((due[0],), after)
+
+
+def _plan_all(spec: ScheduleSpec, next_at: datetime, now: datetime) -> Plan:
+    """`all`'s step: the due slots from the first, unless more than 1,000 are due (then from
+    the oldest of the newest 1,000), at most `SLOTS_A_STEP` of them."""
+    first = next_slot(spec, next_at - timedelta(microseconds=1))
+    if first > now:
+        return Plan((), first)
+    # Slots are a minute apart at least, so fewer than 1,000 minutes hold fewer than 1,000
+    # slots: the common step needs no count of the backlog (a count each step would make a
+    # long catch-up quadratic).
+    if now - first >= timedelta(minutes=MOST_CAUGHT_UP):
+        first = due_slots(spec, first, now, MOST_CAUGHT_UP)[-1]
+    slots = [first]
+    for when in slots_after(spec, first):
+        if when > now or len(slots) == SLOTS_A_STEP:
+            return Plan(tuple(slots), when)
+        slots.append(when)
+    raise AssertionError("a cron expression names times without end")  # pragma: no cover
 
 
 def upcoming(spec: ScheduleSpec, after: datetime, count: int) -> list[datetime]:

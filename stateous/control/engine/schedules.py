@@ -23,7 +23,6 @@ from stateous.control.errors import Refusal, conflict, invalid, not_found
 from stateous.control.store import schedules as table
 from stateous.control.store.schedules import ScheduleRecord
 from stateous.model.schedules import (
-    MOST_CAUGHT_UP,
     ScheduleProblem,
     ScheduleSpec,
     check_spec,
@@ -31,8 +30,9 @@ from stateous.model.schedules import (
     plan,
 )
 
-#: The steps of one schedule in one tick, at most: `catch_up: all`'s slots and one skip.
-MOST_STEPS = MOST_CAUGHT_UP + 1
+#: The steps (transactions) of one schedule in one tick, at most: a long `catch_up: all`
+#: goes on at the next tick, so that the tick's timers and leases do not wait for all of it.
+MOST_STEPS = 4
 
 
 def check_body(body: Mapping[str, Any], name: str | None = None) -> ScheduleSpec:
@@ -188,12 +188,13 @@ def remove(
 
 @dataclass(frozen=True)
 class Step:
-    """One step of a due schedule: the token started (`token`, and whether it is new), the
-    refusal that kept a slot from starting, and whether the schedule is still due (`more`)."""
+    """One step of a due schedule: the tokens started (or found there already), oldest first;
+    the refusal that kept a slot's token (`refused_token`) from starting; whether the schedule
+    is still due (`more`)."""
 
-    token: str | None = None
-    created: bool = False
+    tokens: tuple[str, ...] = ()
     refused: Refusal | None = None
+    refused_token: str | None = None
     more: bool = False
 
 
@@ -203,30 +204,33 @@ def due_schedules(conn: Connection, clock: Clock) -> list[str]:
 
 
 def run_step(conn: Connection, clock: Clock, config: EngineConfig, name: str) -> Step:
-    """Start the slot its `catch_up` picks of a due schedule and move `next_at` on, in the
-    caller's one transaction; nothing when it is no longer due (paused, removed, or done by
-    another clock meanwhile).
+    """Start the slots its `catch_up` picks of a due schedule and move `next_at` past them, in
+    the caller's one transaction; nothing when it is no longer due (paused, removed, or done
+    by another clock meanwhile).
 
     A slot whose token cannot start (its context no longer fits the current version) is
-    skipped: the refusal is answered for the log, and the schedule moves on."""
+    skipped: the refusal is answered for the log, the step ends there, and the schedule moves
+    on past that slot."""
     now = clock.now()
     record = table.get_schedule(conn, name, lock=True)
     if record is None or record.paused:
         return Step()
-    step = plan(spec_of(record), record.next_at, now)
+    spec = spec_of(record)
+    step = plan(spec, record.next_at, now)
     if step is None:
         return Step()
     values: dict[str, Any] = {"next_at": step.next_at}
-    more = step.next_at <= now
-    if step.slot is None:
-        table.update_schedule(conn, name, values)
-        return Step(more=more)
-    token_id = spec_of(record).token_id(step.slot)
-    try:
-        started = start(conn, clock, config, token_id, record.context, schedule=name)
-    except Refusal as exc:
-        table.update_schedule(conn, name, values)
-        return Step(token=token_id, refused=exc, more=more)
-    values.update(last_at=step.slot, last_token=token_id)
+    tokens: list[str] = []
+    for slot in step.slots:
+        token_id = spec.token_id(slot)
+        try:
+            start(conn, clock, config, token_id, record.context, schedule=name)
+        except Refusal as exc:  # it wrote nothing: the slots before it stay started
+            values["next_at"] = next_slot(spec, slot)
+            table.update_schedule(conn, name, values)
+            more = values["next_at"] <= now
+            return Step(tuple(tokens), refused=exc, refused_token=token_id, more=more)
+        values.update(last_at=slot, last_token=token_id)
+        tokens.append(token_id)
     table.update_schedule(conn, name, values)
-    return Step(token=token_id, created=started.created, more=more)
+    return Step(tuple(tokens), more=step.next_at <= now)

@@ -225,3 +225,17 @@ def test_the_operator_s_acts_and_their_refusals(engine: Engine) -> None:
     assert refusal(schedules.check_body, {"name": "x", "cron": "0 0 9 * * *"})[:2] == (
         422, "invalid_body",
     )  # fmt: skip
+
+
+def test_a_long_catch_up_goes_on_at_the_next_tick(engine: Engine) -> None:
+    add(engine, {**hourly("all"), "cron": "* * * * *"})
+    engine.clock.set(datetime(2026, 10, 16, 13, 59, 30))  # 300 slots: 09:00 to 13:59
+    engine.tick()
+    # Four steps of 50 slots a tick, each step one transaction with its next_at.
+    assert len(started(engine)) == 200
+    assert shown(engine)["next_at"] == "2026-10-16T12:20:00Z"
+    engine.tick()
+    tokens = started(engine)
+    assert len(tokens) == len(set(tokens)) == 300
+    assert (tokens[0], tokens[-1]) == ("hourly-20261016T0900", "hourly-20261016T1359")
+    assert shown(engine)["next_at"] == "2026-10-16T14:00:00Z"

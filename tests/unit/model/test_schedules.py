@@ -10,6 +10,7 @@ import pytest
 
 from stateous.model.schedules import (
     ON_TIME,
+    SLOTS_A_STEP,
     Plan,
     ScheduleProblem,
     ScheduleSpec,
@@ -139,31 +140,47 @@ def test_an_on_time_slot_starts_whatever_catch_up_says() -> None:
     late = T0 + timedelta(seconds=1)
     for catch_up in ("none", "last", "all"):
         assert plan(spec(HOURLY, catch_up=catch_up), T0, late) == Plan(
-            T0, datetime(2026, 10, 16, 10, 0)
+            (T0,), datetime(2026, 10, 16, 10, 0)
         )
 
 
 def test_after_downtime_each_catch_up() -> None:
     now = T0 + timedelta(hours=4, minutes=30)  # 09:00 to 13:00 missed
     after = datetime(2026, 10, 16, 14, 0)
-    assert plan(spec(HOURLY, catch_up="none"), T0, now) == Plan(None, after)
-    assert plan(spec(HOURLY, catch_up="last"), T0, now) == Plan(T0 + timedelta(hours=4), after)
-    # `all`: the oldest first, one a step, each step's next_at the next slot.
-    assert plan(spec(HOURLY, catch_up="all"), T0, now) == Plan(T0, T0 + timedelta(hours=1))
-    assert plan(spec(HOURLY, catch_up="all"), T0 + timedelta(hours=4), now) == Plan(
-        T0 + timedelta(hours=4), after
-    )
+    assert plan(spec(HOURLY, catch_up="none"), T0, now) == Plan((), after)
+    assert plan(spec(HOURLY, catch_up="last"), T0, now) == Plan((T0 + timedelta(hours=4),), after)
+    # `all`: each, oldest first.
+    hours = tuple(T0 + timedelta(hours=n) for n in range(5))
+    assert plan(spec(HOURLY, catch_up="all"), T0, now) == Plan(hours, after)
 
 
 def test_none_starts_the_newest_slot_while_it_is_on_time() -> None:
     now = T0 + timedelta(hours=4) + ON_TIME
     assert plan(spec(HOURLY, catch_up="none"), T0, now) == Plan(
-        T0 + timedelta(hours=4), datetime(2026, 10, 16, 14, 0)
+        (T0 + timedelta(hours=4),), datetime(2026, 10, 16, 14, 0)
     )
 
 
-def test_all_catches_up_the_newest_thousand() -> None:
+def test_all_catches_up_the_newest_thousand_fifty_a_step() -> None:
+    minutely = spec("* * * * *", catch_up="all")
     now = T0 + timedelta(minutes=1500)
-    first = plan(spec("* * * * *", catch_up="all"), T0, now)
-    assert first == Plan(now - timedelta(minutes=999), now - timedelta(minutes=998))
-    assert len(due_slots(spec("* * * * *"), T0, now, 1000)) == 1000
+    oldest = now - timedelta(minutes=999)
+    first = plan(minutely, T0, now)
+    assert first == Plan(
+        tuple(oldest + timedelta(minutes=n) for n in range(SLOTS_A_STEP)),
+        oldest + timedelta(minutes=SLOTS_A_STEP),
+    )
+    assert len(due_slots(minutely, T0, now, 1000)) == 1000
+    # The last step of the thousand ends at now; the next slot is after it.
+    last = plan(minutely, now - timedelta(minutes=9), now)
+    assert last is not None and len(last.slots) == 10
+    assert last.next_at == now + timedelta(minutes=1)
+
+
+def test_all_starts_from_the_first_slot_at_or_after_next_at() -> None:
+    # next_at between slots (the cron expression was replaced): the first slot after it.
+    found = plan(spec(HOURLY, catch_up="all"), T0 + timedelta(minutes=5), T0 + timedelta(hours=1))
+    assert found == Plan((T0 + timedelta(hours=1),), T0 + timedelta(hours=2))
+    assert plan(
+        spec(HOURLY, catch_up="all"), T0 + timedelta(minutes=5), T0 + timedelta(minutes=6)
+    ) == (Plan((), T0 + timedelta(hours=1)))
