@@ -329,9 +329,12 @@ def job_wire(conn: Connection, job_id: int) -> dict[str, Any]:
     return wire(conn, job)
 
 
-def wire(conn: Connection, job: store.Job) -> dict[str, Any]:
-    """A job as the routes answer it."""
-    progress = store.progress(conn, job.id)
+def wire(
+    conn: Connection, job: store.Job, progress: store.Progress | None = None
+) -> dict[str, Any]:
+    """A job as the routes answer it (`progress`: read here unless given)."""
+    if progress is None:
+        progress = store.progress(conn, job.id)
     return {
         "job": job.id,
         "action": job.action,
@@ -352,5 +355,8 @@ def wire(conn: Connection, job: store.Job) -> dict[str, Any]:
 def list_wire(
     conn: Connection, limit: int, status: str | None, after: int | None = None
 ) -> list[dict[str, Any]]:
-    """`GET /bulk`: jobs newest first; `after`: those with a lower id."""
-    return [wire(conn, job) for job in store.list_jobs(conn, limit, status, after)]
+    """`GET /bulk`: jobs newest first; `after`: those with a lower id. The page's progress in
+    one statement."""
+    jobs = store.list_jobs(conn, limit, status, after)
+    done = store.progress_of(conn, [job.id for job in jobs]) if jobs else {}
+    return [wire(conn, job, done[job.id]) for job in jobs]

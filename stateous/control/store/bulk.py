@@ -194,18 +194,24 @@ def skip_match(conn: Connection, job: int, token: str, code: str) -> None:
 
 def progress(conn: Connection, job: int) -> Progress:
     """Tokens done and skipped by code."""
+    return progress_of(conn, [job])[job]
+
+
+def progress_of(conn: Connection, jobs: Sequence[int]) -> dict[int, Progress]:
+    """The progress of each of `jobs` in one statement (a page of `GET /bulk`)."""
     query = (
-        select(bulk_matches.c.status, bulk_matches.c.code, func.count())
-        .where(bulk_matches.c.job == job, bulk_matches.c.status != "pending")
-        .group_by(bulk_matches.c.status, bulk_matches.c.code)
+        select(bulk_matches.c.job, bulk_matches.c.status, bulk_matches.c.code, func.count())
+        .where(bulk_matches.c.job.in_(jobs), bulk_matches.c.status != "pending")
+        .group_by(bulk_matches.c.job, bulk_matches.c.status, bulk_matches.c.code)
     )
-    done, skipped = 0, dict[str, int]()
-    for status, code, count in conn.execute(query):
+    done = dict.fromkeys(jobs, 0)
+    skipped: dict[int, dict[str, int]] = {job: {} for job in jobs}
+    for job, status, code, count in conn.execute(query):
         if status == "done":
-            done += count
+            done[job] += count
         else:
-            skipped[str(code)] = skipped.get(str(code), 0) + count
-    return Progress(done, dict(sorted(skipped.items())))
+            skipped[job][str(code)] = skipped[job].get(str(code), 0) + count
+    return {job: Progress(done[job], dict(sorted(skipped[job].items()))) for job in jobs}
 
 
 def has_pending(conn: Connection, job: int) -> bool:

@@ -68,10 +68,10 @@ def narrow(conn: Connection, prefix: str | None, context: Mapping[str, str] | No
     narrowed = Narrowed()
     dialect = dialect_of(conn)
     if prefix is not None:
-        walk = select(tokens.c.token).where(
+        ids = select(tokens.c.token).where(
             dialect.in_code_order(tokens.c.token, prefix, next_text(prefix)), _starts(prefix)
         )
-        _probe(conn, narrowed, walk)
+        _probe(conn, narrowed, ids)
         narrowed.conditions.append(_starts(prefix))
     for key, text in (context or {}).items():
         found = select(token_keys.c.token).where(token_keys.c.key == key)
