@@ -17,6 +17,8 @@ from stateous.control.engine.tx import EngineConfig
 from stateous.control.plane import Plane
 from stateous.control.store.db import Store, make_engine
 from stateous.control.ticker import Ticker
+from stateous.model.graph import load_graph
+from tests.support.graphs import ORDERS, graph_text, variant
 from tests.unit.control.harness import Engine, refusal
 
 T0 = datetime(2026, 10, 16, 8, 59, 30)
@@ -239,3 +241,18 @@ def test_a_long_catch_up_goes_on_at_the_next_tick(engine: Engine) -> None:
     assert len(tokens) == len(set(tokens)) == 300
     assert (tokens[0], tokens[-1]) == ("hourly-20261016T0900", "hourly-20261016T1359")
     assert shown(engine)["next_at"] == "2026-10-16T14:00:00Z"
+
+
+def test_tokens_start_on_the_version_current_at_their_slot(store: Store, clock: FakeClock) -> None:
+    older = variant(ORDERS)
+    older["events"]["withdrawn"] = {}
+    older["states"]["draft"]["emits"].append("withdrawn")
+    older["transitions"].append({"from": "draft", "to": "__end__", "on": "withdrawn"})
+    old_graph, new_graph = load_graph(graph_text(older)), load_graph(graph_text(ORDERS))
+    clock.set(T0)
+    engine = Engine(store, clock, EngineConfig(old_graph))
+    add(engine, hourly())
+    engine.config.versions.make_current(new_graph)  # served meanwhile (spec 90)
+    engine.tick(30)
+    assert engine.token("hourly-20261016T0900")["structure"] == new_graph.structure
+    assert old_graph.structure != new_graph.structure
