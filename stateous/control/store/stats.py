@@ -15,7 +15,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Select, func, literal_column, select, text, union_all
+from sqlalchemy import (
+    Connection,
+    Select,
+    func,
+    literal,
+    literal_column,
+    select,
+    text,
+    tuple_,
+    union_all,
+)
 
 from stateous.control.store.operator_queries import state_name
 from stateous.control.store.tables import (
@@ -111,16 +121,17 @@ def oldest_queued_at(conn: Connection, pairs: Iterable[tuple[str, str]]) -> date
     A task is queued at its insert, in id order, so the first by id is the oldest queued; a
     task retried after a failed attempt is queued again under its id, keeping its first
     `queued_at`, and so stays the oldest of its state (as a claim takes it first)."""
-    query = oldest_queued_query(pairs)
+    query = oldest_queued_query(pairs, conn.dialect.name == "postgresql")
     if query is None:
         return None
     found: datetime | None = conn.execute(query).scalar()
     return found
 
 
-def oldest_queued_query(pairs: Iterable[tuple[str, str]]) -> Select[Any] | None:
+def oldest_queued_query(pairs: Iterable[tuple[str, str]], postgres: bool) -> Select[Any] | None:
     """The query of `oldest_queued_at` (None: no pair, no queued task)."""
-    firsts = [_first_queued(structure, state) for structure, state in sorted(pairs)]
+    first = _first_queued_pg if postgres else _first_queued
+    firsts = [first(structure, state) for structure, state in sorted(pairs)]
     if not firsts:
         return None
     each = union_all(*firsts).subquery()
@@ -138,6 +149,34 @@ def _first_queued(structure: str, state: str) -> Select[Any]:
         .where(of_structure, tasks.c.state == state)
         .order_by(tasks.c.id)
         .limit(1)
+        .scalar_subquery()
+    )
+    return select(first.label("queued_at"))
+
+
+def _first_queued_pg(structure: str, state: str) -> Select[Any]:
+    """`_first_queued` for Postgres: the first entry of `tasks_queue` at or after ('queued',
+    structure, state), then checked to be of them. Asked for the lowest id among equal
+    (status, structure, state), Postgres judged a walk of the primary key cheaper, through every
+    ended task first (40 ms at 100,000 tasks); a row comparison keeps the index's own order, so
+    it reads one entry (4 buffers). SQLite plans `_first_queued` as one step already, and would
+    walk every queued task before this one's."""
+    if structure == "":  # no structure: tasks that ended before 0011 only, never in this index
+        return _first_queued(structure, state)
+    t = tasks.c
+    at_or_after = tuple_(t.status, t.structure, t.state, t.id) >= tuple_(
+        literal_column("'queued'"), literal(structure), literal(state), literal(0)
+    )
+    entry = (
+        select(t.status, t.structure, t.state, t.queued_at)
+        .where(TASK_IS_OPEN, at_or_after)
+        .order_by(t.status, t.structure, t.state, t.id)
+        .limit(1)
+        .subquery()
+    )
+    first = (
+        select(entry.c.queued_at)
+        .where(entry.c.status == "queued", entry.c.structure == structure, entry.c.state == state)
         .scalar_subquery()
     )
     return select(first.label("queued_at"))
