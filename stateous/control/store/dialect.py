@@ -30,7 +30,7 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import ARRAY, array
 
 __all__ = ["DIALECTS", "Dialect", "PostgresDialect", "SqliteDialect", "dialect_of", "per_dialect"]
 
@@ -75,6 +75,12 @@ class Dialect(ABC):
         """`condition`, marked as true of few rows where the planner needs telling."""
 
     @abstractmethod
+    def leading_equal(self, expr: ColumnElement[Any], value: Any) -> Any:
+        """`expr = value`, for an index whose first column is `expr` and whose next ones give
+        the order by (`expr`, ...): written so that the planner keeps `expr` in the order and
+        walks that index, not another one of the rest of the order."""
+
+    @abstractmethod
     def in_code_order(self, expr: ColumnElement[Any], low: str, high: str | None) -> Any:
         """`low <= expr < high` (no upper end when `high` is None) comparing texts by their
         code points, whatever the database's collation, in a form an index of `expr` serves."""
@@ -106,6 +112,9 @@ class SqliteDialect(Dialect):
         # them (few tokens are live): without this it would scan every ended token.
         return func.likelihood(condition, literal_column("0.01"))
 
+    def leading_equal(self, expr: ColumnElement[Any], value: Any) -> Any:
+        return expr == value
+
     def in_code_order(self, expr: ColumnElement[Any], low: str, high: str | None) -> Any:
         # BINARY, SQLite's collation of every Stateous column, compares UTF-8 bytes.
         return and_(expr >= low, expr < high) if high is not None else expr >= low
@@ -135,6 +144,13 @@ class PostgresDialect(Dialect):
 
     def rare(self, condition: ColumnElement[bool]) -> ColumnElement[bool]:
         return condition
+
+    def leading_equal(self, expr: ColumnElement[Any], value: Any) -> Any:
+        # `= value` makes `expr` a constant that Postgres drops from the order, and then walks
+        # whichever index holds the rest of it, unaware that the rows it wants may all lie far
+        # behind (a status of old tokens, behind the live ones); `= ANY(ARRAY[value])` keeps
+        # `expr` in the order, which only the index that starts with it gives unsorted.
+        return expr == any_(array([value]))
 
     def in_code_order(self, expr: ColumnElement[Any], low: str, high: str | None) -> Any:
         # The pattern operators compare bytes under any collation; `tokens_id_order`

@@ -25,7 +25,7 @@ from sqlalchemy import (
     update,
 )
 
-from stateous.control.store.dialect import dialect_of, per_dialect
+from stateous.control.store.dialect import DIALECTS, Dialect, dialect_of, per_dialect
 from stateous.control.store.direct import execute as run
 from stateous.control.store.few import Narrowed, bound, narrow
 from stateous.control.store.records import TokenRecord
@@ -121,8 +121,10 @@ def listing_columns(
     """The listing's tokens as rows of WIRE_COLUMNS: no record is built for each of the
     thousand rows a listing may answer. `prefix` and `context` are probed first (`few`);
     `more`: `listing_query`'s other keywords."""
-    narrowed = narrow(conn, prefix, context)
-    query = listing_query(status, parent, limit, structure, narrowed=narrowed, **more)
+    narrowed, dialect = narrow(conn, prefix, context), dialect_of(conn)
+    query = listing_query(
+        status, parent, limit, structure, narrowed=narrowed, dialect=dialect, **more
+    )
     return conn.execute(query, bound(narrowed)).all()
 
 
@@ -135,24 +137,33 @@ def listing_query(
     state: str | None = None,
     after: tuple[datetime, str] | None = None,
     narrowed: Narrowed | None = None,
+    dialect: Dialect = DIALECTS["sqlite"],
 ) -> Select[Any]:
     """The listing's query: a walk of `tokens_moved` (or `tokens_status`, `tokens_state`), in
     their order, from the row after `after` (a page's last row's `entered_at` and id: a keyset,
     never an offset). `narrowed`: the prefix's and search keys' conditions (`few.narrow`)."""
-    query = select(*WIRE_COLUMNS)
+    query, leading = select(*WIRE_COLUMNS), []
+    # A status or a state leads the order too: the planner then walks `tokens_status` or
+    # `tokens_state`, never `tokens_moved` past every token of the others.
     if status is not None:
-        query = query.where(tokens.c.status == status)
+        query, leading = (
+            query.where(dialect.leading_equal(tokens.c.status, status)),
+            [tokens.c.status],
+        )
+    elif state is not None:
+        query, leading = query.where(dialect.leading_equal(tokens.c.state, state)), [tokens.c.state]
+    if state is not None and status is not None:
+        query = query.where(tokens.c.state == state)
     if parent is not None:
         query = query.where(tokens.c.parent == parent)
     if structure is not None:
         query = query.where(tokens.c.structure == structure)
-    if state is not None:
-        query = query.where(tokens.c.state == state)
     if narrowed is not None:
         query = query.where(*narrowed.conditions)
     if after is not None:
         query = query.where(after_moved(*after))
-    return query.order_by(tokens.c.entered_at.desc(), tokens.c.token.asc()).limit(limit)
+    order = [*leading, tokens.c.entered_at.desc(), tokens.c.token.asc()]
+    return query.order_by(*order).limit(limit)
 
 
 def after_moved(entered_at: datetime, token: str) -> ColumnElement[bool]:

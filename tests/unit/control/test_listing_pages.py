@@ -168,6 +168,11 @@ def test_each_filter_walks_its_index_with_the_limit(store: Store) -> None:
         _token(f"E-{n:05d}", "review", "completed", BASE + timedelta(seconds=n))
         for n in range(20_000)
     ]
+    # live tokens moved since, all ahead of the completed ones in the listing's order
+    rows += [
+        _token(f"L-{n:05d}", "draft", "active", BASE + timedelta(days=1, seconds=n))
+        for n in range(5_000)
+    ]
     waiting = [
         {"token": f"E-{n:05d}", "state": "review", "visit": 1, "attempt": 1, "claimed_by": None,
          "status": "waiting" if n % 100 == 0 else "done", "lease_until": None, "queued_at": BASE,
@@ -185,16 +190,20 @@ def test_each_filter_walks_its_index_with_the_limit(store: Store) -> None:
         conn.execute(insert(tasks), waiting)
         conn.execute(insert(audit), acts)
         conn.execute(text("ANALYZE"))
+    with store.begin() as conn:
+        dialect = dialect_of(conn)
     after = (BASE, "E-00")
     uses(store, listing_query(None, None, 100, after=after), "tokens_moved")
-    uses(store, listing_query("active", None, 100, after=after), "tokens_status")
+    amid = (BASE + timedelta(days=1, seconds=2500), "L-02500")
+    uses(store, listing_query("active", None, 100, after=amid, dialect=dialect), "tokens_status")
+    # the first page of a status or state whose tokens all lie behind the live ones
+    uses(store, listing_query("completed", None, 100, dialect=dialect), "tokens_status")
+    uses(store, listing_query(None, None, 100, state="review", dialect=dialect), "tokens_state")
     uses(store, listing_query(None, None, 100, state="rare", after=after), "tokens_state")
     uses(store, inbox_statements.waiting_query(None, 100, (BASE, 7)), "tasks_waiting")
     middle = (BASE + timedelta(seconds=10_000), "E-10000", 1)
     # Postgres may read the rare actor's few acts by a bitmap and sort them
     uses(store, audit_statements.acts_query(actor="rare", after=middle), "audit_actor", None)
-    with store.begin() as conn:
-        dialect = dialect_of(conn)
     probe = select(tokens.c.token).where(dialect.in_code_order(tokens.c.token, "E-1999", "E-199:"))
     index = "sqlite_autoindex_tokens_1" if store.sqlite else "tokens_id_order"
     uses(store, probe.limit(few.FEW + 1), index, None)
