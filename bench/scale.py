@@ -194,7 +194,7 @@ def report(args: argparse.Namespace, shape: million.Shape, kept: str, runs: Runs
         empty_runs=rate[0], loaded_runs=rate[1], tokens=args.tokens, rounds=args.rounds,
         serve_cpu_ms_per_token_empty=cpu[0], serve_cpu_ms_per_token_loaded=cpu[1],
     )  # fmt: skip
-    line("stats", requests=args.requests, **found["stats"])
+    line("stats", requests=args.requests, **found["stats"], health_floor=found["health"])
     line("tokens", requests=args.requests, limit=100, listings=found["tokens"])
     line(
         "inbox_audit_why", requests=args.requests,

@@ -1,6 +1,7 @@
 """The read figures of spec 95 §3 against a real `serve` on the preloaded database: the p95 of
-`GET /stats`, of `GET /tokens` (limit 100) for each filter and its next page, of `GET /inbox`,
-`GET /audit`, `GET /tokens/{id}/why`, and of one refresh of the console's tokens screen.
+`GET /health` (the floor: a route that reads nothing), of `GET /stats`, of `GET /tokens`
+(limit 100) for each filter and its next page, of `GET /inbox`, `GET /audit`,
+`GET /tokens/{id}/why`, and of one refresh of the console's tokens screen.
 
 Each request is timed from the client's side (`perf_counter` around the whole exchange on a
 kept-alive connection), one at a time on an otherwise idle control plane, after 3 untimed
@@ -131,7 +132,9 @@ async def console_refresh(url: str, n: int) -> dict[str, Any]:
 def measure(url: str, shape: million.Shape, current: str, other: str, n: int) -> dict[str, Any]:
     """Every read figure, `n` requests each."""
     with httpx.Client(base_url=url, timeout=60) as http:
-        figures: dict[str, Any] = {"stats": series(http, always("/stats"), n)}
+        # The floor of any answer on this machine now: a route that reads nothing.
+        figures: dict[str, Any] = {"health": series(http, always("/health"), n)}
+        figures["stats"] = series(http, always("/stats"), n)
         figures["tokens"] = token_pages(http, current, other, n)
         figures["inbox"] = series(http, always("/inbox"), n)
         figures["audit"] = series(http, always("/audit"), n)
