@@ -9,19 +9,21 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from stateous.control.clock import FakeClock
 from stateous.control.ticker import Ticker
+from stateous.model.auth import Grant
 from stateous.tui.screens.schedules import SchedulesScreen
 from stateous.tui.screens.start import StartScreen
 from tests.integration.tui.test_console_ops import Scene, settle
 from tests.support import sqlite_url
 from tests.support.app import running_api
 from tests.support.graphs import ORDERS
-from tests.unit.tui.helpers import plain, wait_for
+from tests.unit.tui.helpers import notes, plain, wait_for
 
 Snap = Callable[..., bool]
 
@@ -115,3 +117,26 @@ def test_snapshot_schedules_screen(snap_compare: Snap, scene: Scene) -> None:
         await open_schedules(pilot, "S")
 
     assert snap_compare(scene.console(), terminal_size=(110, 16), run_before=schedules)
+
+
+async def test_a_read_only_console_lists_the_schedules_and_p_does_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STATEOUS_AUTH_TOKEN", "viewer-token")
+    grants = {"viewer-token": Grant("viewer", "read"), "boss-token": Grant("boss", "admin")}
+    boss = {"Authorization": "Bearer boss-token"}
+    clock = FakeClock()
+    with running_api(sqlite_url(tmp_path), ORDERS, clock, auth_grants=grants) as api:
+        body = {"name": "hourly", "cron": "0 * * * *", "context": {"title": "h"}}
+        assert httpx.post(f"{api.url}/schedules", json=body, headers=boss).status_code == 201
+        app = Scene(api, clock).console()
+        async with app.run_test(size=(130, 24)) as pilot:
+            table = await open_schedules(pilot, "S")
+            await pilot.press("p")
+            await settle(pilot)
+            assert rows(table)[0][0] == "hourly"
+            assert notes(pilot) == []  # no request was sent, so no 403 refusal shown
+        shown = httpx.get(f"{api.url}/schedules/hourly", headers=boss).json()
+        assert shown["paused"] is False
+        acts = httpx.get(f"{api.url}/audit", headers=boss).json()
+        assert [(a["kind"], a["actor"]) for a in acts] == [("schedule_added", "boss")]
