@@ -10,6 +10,7 @@ or not at all. A child token's state is named `<workflow>/<state>`
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -70,16 +71,23 @@ class Count:
         return cls(str(kind), str(structure), str(workflow), str(state), str(status), int(n))
 
 
+def _counts_query(postgres: bool) -> Select[Any]:
+    if not postgres:  # SQLite's triggers write the counts themselves
+        return select(stats_counts).where(stats_counts.c.n != 0)
+    both = union_all(select(stats_counts), select(stats_deltas)).subquery()
+    keys = [both.c[name] for name in _KEY]
+    total = func.sum(both.c.n)
+    return select(*keys, total).group_by(*keys).having(total != 0)
+
+
+# Built once: /stats runs them at every call (a statement built anew costs more than the read).
+_COUNTS = {postgres: _counts_query(postgres) for postgres in (False, True)}
+
+
 def counts(conn: Connection) -> list[Count]:
     """Every count not 0: the rows of `stats_counts` plus the deltas not folded yet (Postgres),
     in one statement."""
-    if conn.dialect.name == "sqlite":  # its triggers write the counts themselves
-        query: Select[Any] = select(stats_counts).where(stats_counts.c.n != 0)
-    else:
-        both = union_all(select(stats_counts), select(stats_deltas)).subquery()
-        keys = [both.c[name] for name in _KEY]
-        total = func.sum(both.c.n)
-        query = select(*keys, total).group_by(*keys).having(total != 0)
+    query = _COUNTS[conn.dialect.name == "postgresql"]
     return [Count.from_row(row) for row in conn.execute(query)]
 
 
@@ -121,17 +129,19 @@ def oldest_queued_at(conn: Connection, pairs: Iterable[tuple[str, str]]) -> date
     A task is queued at its insert, in id order, so the first by id is the oldest queued; a
     task retried after a failed attempt is queued again under its id, keeping its first
     `queued_at`, and so stays the oldest of its state (as a claim takes it first)."""
-    query = oldest_queued_query(pairs, conn.dialect.name == "postgresql")
+    query = oldest_queued_query(tuple(sorted(pairs)), conn.dialect.name == "postgresql")
     if query is None:
         return None
     found: datetime | None = conn.execute(query).scalar()
     return found
 
 
-def oldest_queued_query(pairs: Iterable[tuple[str, str]], postgres: bool) -> Select[Any] | None:
-    """The query of `oldest_queued_at` (None: no pair, no queued task)."""
+@functools.lru_cache(maxsize=64)
+def oldest_queued_query(pairs: tuple[tuple[str, str], ...], postgres: bool) -> Select[Any] | None:
+    """The query of `oldest_queued_at` for these (structure, state) pairs, built once for each
+    set of them (None: no pair, no queued task)."""
     first = _first_queued_pg if postgres else _first_queued
-    firsts = [first(structure, state) for structure, state in sorted(pairs)]
+    firsts = [first(structure, state) for structure, state in pairs]
     if not firsts:
         return None
     each = union_all(*firsts).subquery()

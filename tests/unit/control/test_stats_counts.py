@@ -290,7 +290,7 @@ def test_the_oldest_queued_reads_one_entry_of_tasks_queue_per_state(store: Store
     live_indexes.fill(store)  # 20,000 ended tokens, a few live ones with open tasks
     # (An open task of no structure exists only in a database that had no graph on record at
     # migration 0011, so no token: Postgres sorts that part, which holds nothing.)
-    pairs = [(live_indexes.STRUCTURE, "draft"), (live_indexes.STRUCTURE, "review")]
+    pairs = ((live_indexes.STRUCTURE, "draft"), (live_indexes.STRUCTURE, "review"))
     query = oldest_queued_query(pairs, postgres=not store.sqlite)
     assert query is not None
     found = live_indexes.plan(store, query)
