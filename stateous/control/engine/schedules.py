@@ -108,7 +108,8 @@ def create(
     """Save a new schedule (`409 schedule_exists` when the name is taken); its first slot is
     the first after now."""
     now = clock.now()
-    if table.get_schedule(conn, spec.name, lock=True) is not None:
+    table.lock_name(conn, spec.name)
+    if table.get_schedule(conn, spec.name) is not None:
         raise conflict(
             "schedule_exists",
             f"a schedule {spec.name!r} exists already; PUT /schedules/{spec.name} replaces it",

@@ -7,9 +7,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, func, insert, select, update
+from sqlalchemy import Connection, Row, delete, func, insert, select, text, update
 
+from stateous.control.store.db import lock_key
+from stateous.control.store.dialect import dialect_of
 from stateous.control.store.tables import audit, schedules
+
+_LOCK = text("SELECT pg_advisory_xact_lock(:k)")
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,13 @@ class ScheduleRecord:
         values = dict(row._mapping)
         values["paused"] = bool(values["paused"])
         return cls(**values)
+
+
+def lock_name(conn: Connection, name: str) -> None:
+    """Take the name's lock until the end of the transaction (Postgres; SQLite has one
+    writer), so that two saves of one new name take turns and the second sees the first."""
+    if dialect_of(conn).locks:
+        conn.execute(_LOCK, {"k": lock_key(f"@stateous/schedule:{name}")})
 
 
 def get_schedule(conn: Connection, name: str, *, lock: bool = False) -> ScheduleRecord | None:

@@ -14,6 +14,7 @@ import pytest
 from stateous.control.clock import FakeClock
 from stateous.control.engine import schedules
 from stateous.control.engine.tx import EngineConfig
+from stateous.control.errors import Refusal
 from stateous.control.plane import Plane
 from stateous.control.store.db import Store, make_engine
 from stateous.control.ticker import Ticker
@@ -256,3 +257,23 @@ def test_tokens_start_on_the_version_current_at_their_slot(store: Store, clock: 
     engine.tick(30)
     assert engine.token("hourly-20261016T0900")["structure"] == new_graph.structure
     assert old_graph.structure != new_graph.structure
+
+
+def test_two_saves_of_one_new_name_take_turns(engine: Engine) -> None:
+    outcomes: list[str] = []
+    ready = threading.Barrier(2)
+
+    def save() -> None:
+        ready.wait()
+        try:
+            add(engine, hourly())
+            outcomes.append("made")
+        except Refusal as exc:
+            outcomes.append(exc.code)
+
+    threads = [threading.Thread(target=save) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["made", "schedule_exists"]
