@@ -11,6 +11,7 @@ from anyio import to_thread
 from sqlalchemy import Connection
 
 from stateous.control.clock import Clock, SystemClock
+from stateous.control.engine.read_ahead import reading_ahead
 from stateous.control.engine.start_many import starts_in_bulk
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import NotServing
@@ -46,6 +47,8 @@ class Plane:
         # The lanes wake the waiting claims after each commit, and run the parked ones in the
         # transactions that may queue their tasks (the hand-off, stateous.control.wakeups).
         self.lanes.companion = self.wakeups
+        if not self.store.sqlite:  # Postgres: a group's reports are read ahead (engine.read_ahead)
+            self.lanes.read_ahead = reading_ahead
         if starts_in_bulk(self.config.body(None)):
             self.starts = StartsTogether(self)
 
@@ -96,13 +99,20 @@ class Plane:
         return result
 
     async def run_many_async(
-        self, ops: Sequence[tuple[str, Callable[[Connection], Any]]]
+        self,
+        ops: Sequence[tuple[str, Callable[[Connection], Any]]],
+        tasks: Sequence[int | None] = (),
     ) -> list[Any]:
-        """`run_many` for the event loop."""
+        """`run_many` for the event loop; `tasks`: the task each operation names (a report's,
+        for `read_ahead`), if any."""
         self.check_serving()
         answers: list[Any] = []
-        for part in parts(ops):
-            queued = [Op(call, work) for call, work in part]
+        named = list(tasks) or [None] * len(ops)
+        for first in range(0, len(ops), GROUP_MOST):
+            part = zip(
+                ops[first : first + GROUP_MOST], named[first : first + GROUP_MOST], strict=True
+            )
+            queued = [Op(call, work, task=task) for (call, work), task in part]
             self.lanes.submit(queued)
             # gather retrieves every exception, so none is logged as "never retrieved".
             await asyncio.gather(

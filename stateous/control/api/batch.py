@@ -123,7 +123,8 @@ async def run_in_order(plane: Plane, operations: Sequence[Operation]) -> list[di
     # Part by part (as `run_many_async` would): a failed commit of one part fails its messages
     # after their work ran, so their tasks are halted before the next part begins.
     for part in parts(runnable(operations, halts)):
-        done = await plane.run_many_async([(call, work) for _, call, work in part])
+        tasks = [None if task is None else task[0] for task, _, _ in part]
+        done = await plane.run_many_async([(call, work) for _, call, work in part], tasks)
         for (task, _, _), outcome in zip(part, done, strict=True):
             if task is not None and isinstance(outcome, BaseException) and not for_good(outcome):
                 halts.fail(*task)

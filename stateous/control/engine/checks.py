@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stateous.control.engine.moves import WORKED_ON
+from stateous.control.engine.read_ahead import taken_ahead
 from stateous.control.engine.routing import Refused
 from stateous.control.engine.tx import Tx
 from stateous.control.errors import conflict, not_found, rejected
@@ -21,10 +22,13 @@ def no_token(token_id: str) -> Exception:
 
 
 def locked_task(tx: Tx, task_id: int) -> tuple[TaskRecord, TokenRecord]:
-    """The task and its token, read again after the family lock; `404` if unknown."""
-    tx.lock_task_family(task_id)
-    # The token's last seq comes with it (after the lock): its ledger rows follow it.
-    found = task_token_seq(tx.conn, task_id)
+    """The task and its token, read again after the family lock (or as read ahead with it,
+    `read_ahead`); `404` if unknown."""
+    found = taken_ahead(task_id)
+    if found is None:
+        tx.lock_task_family(task_id)
+        # The token's last seq comes with it (after the lock): its ledger rows follow it.
+        found = task_token_seq(tx.conn, task_id)
     if found is None:
         raise not_found("task_not_found", f"there is no task {task_id}")
     task, token, seq = found

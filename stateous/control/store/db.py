@@ -52,8 +52,11 @@ READ_CALLS = frozenset(
 def postgres_connect_args(
     statement_timeout: float = 30.0, lock_timeout: float = 10.0
 ) -> dict[str, Any]:
-    """The connection time limits of spec 20 §3.6 (tests may shorten them)."""
+    """The connection time limits of spec 20 §3.6 (tests may shorten them); psycopg prepares
+    no statement itself (`store.libpq` prepares the hot ones: psycopg would deallocate them all
+    at a ROLLBACK after preparing one of its own)."""
     return {
+        "prepare_threshold": None,
         "connect_timeout": 10,
         "options": f"-c statement_timeout={int(statement_timeout * 1000)} "
         f"-c lock_timeout={int(lock_timeout * 1000)}",

@@ -130,7 +130,7 @@ class PostgresDialect(Dialect):
 
     def in_list(self, expr: ColumnElement[Any], name: str, item: Any) -> Any:
         # An array (`= ANY`): the statement's text is the same for any number of values, and
-        # Postgres plans it once per connection (psycopg prepares a statement after a few runs).
+        # Postgres plans it once per connection (`store.libpq` prepares it at its second run).
         return self.in_one_value(expr, name, item)
 
     def in_one_value(self, expr: ColumnElement[Any], name: str, item: Any) -> Any:

@@ -20,13 +20,16 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy import Connection, Table, insert
 from sqlalchemy.dialects.sqlite import DATETIME as SQLITE_DATETIME
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.dml import UpdateBase
+
+if TYPE_CHECKING:
+    from stateous.control.store.libpq import Answer
 
 __all__ = ["AnyRow", "Rows", "execute", "execute_begin", "execute_sql", "insert_values"]
 
@@ -158,21 +161,15 @@ def _cursor(conn: Connection) -> Any:
 
 
 def _run(conn: Connection, plan: _Plan, args: Sequence[Any] | dict[str, Any]) -> Rows:
-    cursor = _cursor(conn)
-    try:
-        cursor.execute(plan.sql, args)
-        described = cursor.description
-        if described is None:
-            return Rows([], cursor.rowcount)
-        fetched = cursor.fetchall()
-    except Exception as exc:
-        # SQLAlchemy wraps the driver's error in its own class, and drops a lost connection.
-        conn._handle_dbapi_exception(exc, plan.sql, args, cursor, None)
-    finally:
-        cursor.close()
     make, processors = plan.row_type, plan.results
+    answered = _on_libpq(conn, plan.sql, args, named=not make._keys)
+    if answered is None:
+        answered = _on_cursor(conn, plan.sql, args)
+    fetched, names, rowcount = answered
+    if names is None:
+        return Rows([], rowcount)
     if not make._keys:  # plain SQL: the driver's values, keyed by the names it gives
-        make = _row_type(tuple(column[0] for column in described))
+        make = _row_type(names)
         return Rows([make(row) for row in fetched], len(fetched))
     if not any(processors):
         return Rows([make(row) for row in fetched], len(fetched))
@@ -184,6 +181,43 @@ def _run(conn: Connection, plan: _Plan, args: Sequence[Any] | dict[str, Any]) ->
         for row in fetched
     ]
     return Rows(rows, len(rows))
+
+
+def _on_cursor(conn: Connection, sql: str, args: Sequence[Any] | dict[str, Any]) -> Answer:
+    """Run a statement on a DBAPI cursor: its rows, column names (None: it answers no rows)
+    and the count of rows it changed."""
+    cursor = _cursor(conn)
+    try:
+        cursor.execute(sql, args)
+        described = cursor.description
+        if described is None:
+            return [], None, cursor.rowcount
+        return cursor.fetchall(), tuple(column[0] for column in described), cursor.rowcount
+    except Exception as exc:
+        # SQLAlchemy wraps the driver's error in its own class, and drops a lost connection.
+        conn._handle_dbapi_exception(exc, sql, args, cursor, None)
+        raise  # not reached: SQLAlchemy raised its own
+    finally:
+        cursor.close()
+
+
+def _on_libpq(
+    conn: Connection, sql: str, args: Sequence[Any] | dict[str, Any], named: bool
+) -> Answer | None:
+    """Run a statement on libpq when the driver is psycopg (stateous.control.store.libpq);
+    None when it is not, or when libpq cannot run it."""
+    if conn.dialect.driver != "psycopg":
+        return None
+    # Imported here: a control plane on SQLite never imports psycopg.
+    from stateous.control.store import libpq
+
+    if not conn.in_transaction():
+        conn.begin()
+    try:
+        return libpq.run(conn.connection.dbapi_connection, sql, args, named)  # type: ignore[arg-type]
+    except Exception as exc:
+        conn._handle_dbapi_exception(exc, sql, args, None, None)
+        raise  # not reached: SQLAlchemy raised its own
 
 
 def insert_values(

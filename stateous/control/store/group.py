@@ -26,6 +26,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, InvalidStateError
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -56,11 +57,13 @@ HOLD_SECONDS = 0.02
 
 @dataclass
 class Op:
-    """One queued operation: the engine call, its work and the future of its outcome."""
+    """One queued operation: the engine call, its work and the future of its outcome; `task`,
+    the task a report names (for `ReadAhead`), else None."""
 
     call: str
     work: Callable[[Connection], Any]
     future: Future[Any] = field(default_factory=Future)
+    task: int | None = None
 
 
 Outcome = tuple[bool, Any]
@@ -75,6 +78,11 @@ class Companion(Protocol):
 
     def committed(self, group: Sequence[Op], outcomes: Sequence[Outcome]) -> None:
         """Called once the group is committed (or failed), before any of its futures is set."""
+
+
+#: What a group's operations may read together before they run, for as long as they run
+#: (stateous.control.engine.read_ahead); only a group run without savepoints reads ahead.
+ReadAhead = Callable[[Connection, Sequence[Op]], AbstractContextManager[None]]
 
 
 class _Group(threading.local):
@@ -119,6 +127,8 @@ class Lanes:
         self._idle = 0
         #: Set by the control plane that owns the lanes (its wake-ups); None without one.
         self.companion: Companion | None = None
+        #: Set by the control plane on Postgres (reports read ahead); None: nothing is.
+        self.read_ahead: ReadAhead | None = None
 
     def submit(self, ops: Sequence[Op]) -> None:
         """Queue operations together: they join one group, in this order, when a lane is free.
@@ -181,7 +191,7 @@ class Lanes:
         if companion is not None:
             group = group + companion.join(group)
         try:
-            outcomes = run_group(self._store, group)
+            outcomes = run_group(self._store, group, self.read_ahead)
         except BaseException as exc:  # every waiting operation must hear of it
             log.exception("a shared transaction failed unexpectedly")
             outcomes = [_failure(exc) for _ in group]
@@ -204,7 +214,9 @@ def _failure(exc: BaseException) -> Outcome:
     return (False, exc)
 
 
-def run_group(store: Store, group: Sequence[Op]) -> list[Outcome]:
+def run_group(
+    store: Store, group: Sequence[Op], read_ahead: ReadAhead | None = None
+) -> list[Outcome]:
     """Run queued operations in one shared transaction and commit it once.
 
     An operation alone runs in a transaction of its own (no savepoint to pay for). A group
@@ -218,7 +230,7 @@ def run_group(store: Store, group: Sequence[Op]) -> list[Outcome]:
         with store.turn(), store.connection(False) as conn:
             trans = conn.begin()
             try:
-                quick = run_quickly(conn, group)
+                quick = run_quickly(conn, group, read_ahead)
                 if quick is None:  # an operation failed: again, each in its savepoint
                     trans.rollback()
                     trans = conn.begin()
@@ -250,7 +262,9 @@ def _alone(store: Store, op: Op) -> Outcome:
         return (False, exc)
 
 
-def run_quickly(conn: Connection, group: Sequence[Op]) -> list[Outcome] | None:
+def run_quickly(
+    conn: Connection, group: Sequence[Op], read_ahead: ReadAhead | None = None
+) -> list[Outcome] | None:
     """Run a group's operations in the open transaction of `conn` without savepoints: the
     usual case, where every operation succeeds, pays for none (on Postgres each is a round
     trip). None when one failed: the caller rolls the transaction back and runs the group
@@ -261,15 +275,16 @@ def run_quickly(conn: Connection, group: Sequence[Op]) -> list[Outcome] | None:
     outcomes: list[Outcome] = []
     _group.active, _group.floor = True, None
     try:
-        for op in group:
-            try:
-                outcomes.append((True, op.work(conn)))
-            except DBAPIError as exc:
-                if is_retry(exc) or exc.connection_invalidated:
-                    raise
-                return None
-            except Exception:
-                return None
+        with contextlib.nullcontext() if read_ahead is None else read_ahead(conn, group):
+            for op in group:
+                try:
+                    outcomes.append((True, op.work(conn)))
+                except DBAPIError as exc:
+                    if is_retry(exc) or exc.connection_invalidated:
+                        raise
+                    return None
+                except Exception:
+                    return None
     finally:
         _group.active, _group.floor = False, None
     return outcomes

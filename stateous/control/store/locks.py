@@ -2,7 +2,8 @@
 
 Only where writers run side by side (`Dialect.locks`); SQLite has one writer at a time and
 locks nothing, so these are not called there. Each statement is plain SQL, built
-once and run through `Connection.execute`.
+once; the family locks, taken by most operations, run through `direct` (the driver's own
+path), the serving lock's statements through `Connection.execute`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from sqlalchemy import Connection, text
 
 from stateous.control.store.db import family_key
+from stateous.control.store.direct import execute as run
 
 
 def family_key_sql(top: str) -> str:
@@ -44,28 +46,50 @@ _TRY_LOCK_KEYS = text(
 
 def lock_family(conn: Connection, top: str) -> None:
     """Take the family lock of a top token's id, waiting for it."""
-    conn.execute(_LOCK_FAMILY, {"k": family_key(top)})
+    run(conn, _LOCK_FAMILY, {"k": family_key(top)})
 
 
 def lock_families(conn: Connection, tops: Iterable[str]) -> None:
     """Take the family locks of many top tokens' ids in one statement, in the order of their
     keys (so two callers never wait on each other)."""
-    conn.execute(_LOCK_FAMILIES, {"keys": sorted({family_key(top) for top in tops})})
+    run(conn, _LOCK_FAMILIES, {"keys": sorted({family_key(top) for top in tops})})
 
 
 def lock_task_family(conn: Connection, task_id: int) -> bool | None:
     """Take the family lock of a task's token in one statement: the key of the token's
     parent, or its own when it has none. Answers whether the token is two levels down or more
     (its top's lock is then still to take); None: no such task, no lock."""
-    row = conn.execute(_LOCK_TASK_FAMILY, {"id": task_id}).first()
-    return None if row is None else bool(row.deeper)
+    row = run(conn, _LOCK_TASK_FAMILY, {"id": task_id}).first()
+    return None if row is None else bool(row[1])
+
+
+#: The family locks of several tasks' tokens, in the order of their keys (as
+#: `_LOCK_FAMILIES`), in one statement; answers each task's key and whether its token is two
+#: levels down or more (its top's lock is then still to take).
+_LOCK_TASKS_FAMILIES = text(
+    "WITH f AS MATERIALIZED ("
+    f"SELECT t.id, {family_key_sql('coalesce(k.parent, k.token)')} AS k, "
+    "p.parent IS NOT NULL AS deeper "
+    "FROM tasks t JOIN tokens k ON k.token = t.token LEFT JOIN tokens p ON p.token = k.parent "
+    "WHERE t.id = ANY(CAST(:ids AS bigint[]))), "
+    "l AS MATERIALIZED ("
+    "SELECT count(pg_advisory_xact_lock(s.k)) AS n FROM (SELECT DISTINCT k FROM f ORDER BY k) s) "
+    "SELECT f.id, f.k, f.deeper FROM f CROSS JOIN l"
+)
+
+
+def lock_tasks_families(conn: Connection, task_ids: Sequence[int]) -> dict[int, tuple[int, bool]]:
+    """Take the family locks of several tasks' tokens in one statement (see
+    `lock_task_family`); answers (family key, deeper) by task id (an unknown task: left out)."""
+    rows = run(conn, _LOCK_TASKS_FAMILIES, {"ids": list(task_ids)})
+    return {int(row[0]): (int(row[1]), bool(row[2])) for row in rows}
 
 
 def try_lock_families(conn: Connection, tops: Sequence[str], most: int) -> list[int]:
     """Try the family locks of `tops` in order, without waiting, until `most` are taken;
     answers the 0-based positions of those taken, in order."""
     keys = [family_key(top) for top in tops]
-    taken = conn.execute(_TRY_LOCK_KEYS, {"keys": keys, "most": most})
+    taken = run(conn, _TRY_LOCK_KEYS, {"keys": keys, "most": most})
     return sorted(int(n) - 1 for (n,) in taken)
 
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     Connection,
     Integer,
@@ -31,7 +32,7 @@ from sqlalchemy import (
     update,
 )
 
-from stateous.control.store.dialect import dialect_of
+from stateous.control.store.dialect import dialect_of, per_dialect
 from stateous.control.store.direct import execute as run
 from stateous.control.store.direct import insert_values
 from stateous.control.store.records import TOKEN_PREFIX, TaskRecord, TokenRecord
@@ -75,7 +76,8 @@ LAST_SEQ_COLUMN = (
     .scalar_subquery()
     .label("ledger_last_seq")
 )
-_TASK_TOKEN_SEQ = _TASK_AND_TOKEN.add_columns(LAST_SEQ_COLUMN)
+_TASK_TOKEN_SEQ_OF = TASK_JOIN_TOKEN.add_columns(LAST_SEQ_COLUMN)
+_TASK_TOKEN_SEQ = _TASK_TOKEN_SEQ_OF.where(tasks.c.id == bindparam("id"))
 _UPDATE_TASK = update(tasks).where(tasks.c.id == bindparam("task_id"))
 _OPEN_TASKS = (
     select(tasks)
@@ -160,6 +162,24 @@ def task_and_token(conn: Connection, task_id: int) -> tuple[TaskRecord, TokenRec
     if row is None:
         return None
     return TaskRecord.from_row(row), TokenRecord.from_row(row, prefix=TOKEN_PREFIX)
+
+
+# The same read for several tasks at once (a shared transaction's reports, read ahead).
+_TASKS_TOKENS_SEQS = per_dialect(
+    lambda dialect: _TASK_TOKEN_SEQ_OF.where(dialect.in_one_value(tasks.c.id, "ids", BigInteger))
+)
+
+
+def tasks_tokens_seqs(
+    conn: Connection, task_ids: Sequence[int]
+) -> dict[int, tuple[TaskRecord, TokenRecord, int]]:
+    """`task_token_seq` of each of `task_ids` in one read, by task id (an unknown id is left
+    out)."""
+    found: dict[int, tuple[TaskRecord, TokenRecord, int]] = {}
+    for row in run(conn, _TASKS_TOKENS_SEQS[dialect_of(conn)], {"ids": list(task_ids)}):
+        task, token = TaskRecord.from_row(row), TokenRecord.from_row(row, prefix=TOKEN_PREFIX)
+        found[task.id] = (task, token, int(row._mapping["ledger_last_seq"] or 0))
+    return found
 
 
 def task_token_seq(conn: Connection, task_id: int) -> tuple[TaskRecord, TokenRecord, int] | None:

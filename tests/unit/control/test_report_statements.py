@@ -16,6 +16,7 @@ from stateous.control.engine.claim import claim
 from stateous.control.engine.report import Outcome, report
 from stateous.control.engine.start import start
 from stateous.control.engine.tx import EngineConfig
+from stateous.control.store import libpq
 from stateous.control.store.db import Store
 from tests.support.rows import token_row
 
@@ -24,7 +25,8 @@ BOX = "box"
 
 @contextmanager
 def sent(conn: Connection) -> Iterator[list[str]]:
-    """The SQL of each statement the driver runs meanwhile (SQLite: as SQLite traces them)."""
+    """The SQL of each statement the driver runs meanwhile (SQLite: as SQLite traces them;
+    Postgres: as psycopg's cursor and `store.libpq` receive them)."""
     dbapi: Any = conn.connection.dbapi_connection
     statements: list[str] = []
     if conn.dialect.name == "sqlite":
@@ -45,11 +47,19 @@ def sent(conn: Connection) -> Iterator[list[str]]:
             statements.append(str(query))
             return super().executemany(query, *args, **kwargs)
 
+    run = libpq.run
+
+    def recorded(connection: Any, sql: str, *args: Any, **kwargs: Any) -> Any:
+        statements.append(sql)
+        return run(connection, sql, *args, **kwargs)
+
     before, dbapi.cursor_factory = dbapi.cursor_factory, Recording
+    libpq.run = recorded  # type: ignore[assignment]  # observed, not replaced
     try:
         yield statements
     finally:
         dbapi.cursor_factory = before
+        libpq.run = run  # type: ignore[assignment]
 
 
 def _report(store: Store, clock: FakeClock, config: EngineConfig, outcome: Outcome) -> list[str]:
