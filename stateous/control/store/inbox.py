@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Select, select, tuple_
+from sqlalchemy import Connection, Select, func, select, tuple_
 
 from stateous.control.store.operator_queries import state_name
 from stateous.control.store.tables import TASK_IS_WAITING, ledger, tasks, tokens
@@ -57,7 +57,7 @@ def waiting_tasks(
             row.state,
             row.visit,
             row.status,
-            row.waiting_since,
+            row.since,
             notes.get(row.id),
             row.structure,
         )
@@ -79,7 +79,9 @@ def waiting_query(
             tasks.c.state,
             tasks.c.visit,
             tokens.c.status,
-            since,
+            # never null after migration 0014 and the report; a row written by hand answers
+            # its queue time rather than nothing
+            func.coalesce(since, tasks.c.queued_at).label("since"),
             tokens.c.structure,
         )
         .join(tokens, tokens.c.token == tasks.c.token)
