@@ -25,12 +25,20 @@ BOX = "box"
 
 @contextmanager
 def sent(conn: Connection) -> Iterator[list[str]]:
-    """The SQL of each statement the driver runs meanwhile (SQLite: as SQLite traces them;
+    """The SQL of each statement the driver runs meanwhile (SQLite: as SQLite traces them,
+    without the statements of its triggers;
     Postgres: as psycopg's cursor and `store.libpq` receive them)."""
     dbapi: Any = conn.connection.dbapi_connection
     statements: list[str] = []
     if conn.dialect.name == "sqlite":
-        dbapi.set_trace_callback(statements.append)
+
+        def traced(sql: str) -> None:
+            # Each statement a trigger runs (the counts of `stats_counts`) is traced with the
+            # text of the statement that fired it, right after it.
+            if not statements or statements[-1] != sql:
+                statements.append(sql)
+
+        dbapi.set_trace_callback(traced)
         try:
             yield statements
         finally:
