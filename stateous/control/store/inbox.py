@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, func, select, tuple_
 
+from stateous.control.store.dialect import dialect_of
 from stateous.control.store.operator_queries import state_name
 from stateous.control.store.tables import TASK_IS_WAITING, ledger, tasks, tokens
 
@@ -47,6 +48,7 @@ def waiting_tasks(
 
     `state` is `<state>` (main workflow) or `<workflow>/<state>` (a child workflow).
     """
+    dialect_of(conn).serial(conn)
     rows = conn.execute(waiting_query(state, limit, after)).all()
     notes = last_notes(conn, [(row.token, row.id) for row in rows])
     return [
