@@ -30,8 +30,10 @@ from sqlalchemy import Table
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))  # the bench's scripts import `common` as the others do
 
-from bench.common import database, percentile  # noqa: E402
+from common import database, percentile  # noqa: E402
+
 from stateous.control.clock import SystemClock  # noqa: E402
 from stateous.control.runtime import serve_version  # noqa: E402
 from stateous.control.store import migrate  # noqa: E402
