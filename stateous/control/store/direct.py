@@ -162,9 +162,10 @@ def _cursor(conn: Connection) -> Any:
 
 def _run(conn: Connection, plan: _Plan, args: Sequence[Any] | dict[str, Any]) -> Rows:
     make, processors = plan.row_type, plan.results
-    answered = _on_libpq(conn, plan.sql, args, named=not make._keys)
+    named = not make._keys
+    answered = _on_libpq(conn, plan.sql, args, named)
     if answered is None:
-        answered = _on_cursor(conn, plan.sql, args)
+        answered = _on_cursor(conn, plan.sql, args, named)
     fetched, names, rowcount = answered
     if names is None:
         return Rows([], rowcount)
@@ -183,16 +184,19 @@ def _run(conn: Connection, plan: _Plan, args: Sequence[Any] | dict[str, Any]) ->
     return Rows(rows, len(rows))
 
 
-def _on_cursor(conn: Connection, sql: str, args: Sequence[Any] | dict[str, Any]) -> Answer:
-    """Run a statement on a DBAPI cursor: its rows, column names (None: it answers no rows)
-    and the count of rows it changed."""
+def _on_cursor(
+    conn: Connection, sql: str, args: Sequence[Any] | dict[str, Any], named: bool
+) -> Answer:
+    """Run a statement on a DBAPI cursor: its rows, column names (None: it answers no rows;
+    empty unless `named`) and the count of rows it changed."""
     cursor = _cursor(conn)
     try:
         cursor.execute(sql, args)
         described = cursor.description
         if described is None:
             return [], None, cursor.rowcount
-        return cursor.fetchall(), tuple(column[0] for column in described), cursor.rowcount
+        names = tuple(column[0] for column in described) if named else ()
+        return cursor.fetchall(), names, cursor.rowcount
     except Exception as exc:
         # SQLAlchemy wraps the driver's error in its own class, and drops a lost connection.
         conn._handle_dbapi_exception(exc, sql, args, cursor, None)
