@@ -25,7 +25,7 @@ import httpx
 import million
 import million_db
 import preload
-from sqlalchemy import Connection, func, literal_column, select
+from sqlalchemy import ColumnElement, Connection, func, literal_column, select
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -40,10 +40,13 @@ STATES = ["draft", "review"]
 
 def scan(conn: Connection) -> dict[str, Any]:
     """The figures as `stats()` read them before migration 0013: grouped scans."""
-    by_status = dict(
-        conn.execute(select(tokens.c.status, func.count()).group_by(tokens.c.status)).all()
-    )
-    is_live = tokens.c.status.in_(("active", "paused"))
+    by_status: dict[str, int] = {
+        str(status): int(n)
+        for status, n in conn.execute(
+            select(tokens.c.status, func.count()).group_by(tokens.c.status)
+        ).all()
+    }
+    is_live: ColumnElement[bool] = tokens.c.status.in_(("active", "paused"))
     if conn.dialect.name == "sqlite":  # few tokens are live, as the old query told SQLite
         is_live = func.likelihood(is_live, literal_column("0.01"))
     live = (

@@ -62,12 +62,12 @@ def sent(conn: Connection) -> Iterator[list[str]]:
         return run(connection, sql, *args, **kwargs)
 
     before, dbapi.cursor_factory = dbapi.cursor_factory, Recording
-    libpq.run = recorded  # type: ignore[assignment]  # observed, not replaced
+    libpq.run = recorded  # observed, not replaced
     try:
         yield statements
     finally:
         dbapi.cursor_factory = before
-        libpq.run = run  # type: ignore[assignment]
+        libpq.run = run
 
 
 def _report(store: Store, clock: FakeClock, config: EngineConfig, outcome: Outcome) -> list[str]:
