@@ -25,7 +25,7 @@ from stateous.control.store import registry
 from stateous.control.store.ledger import last_of_kind
 from stateous.control.store.operator_queries import state_name
 from stateous.control.store.records import TaskRecord, TokenRecord
-from stateous.control.store.tasks import open_tasks, queued_ahead
+from stateous.control.store.tasks import AHEAD_MOST, open_tasks, queued_ahead
 from stateous.control.store.tokens import get_token
 from stateous.model.graph import StateSpec
 from stateous.model.versions import short
@@ -197,7 +197,13 @@ def _queued_behind(task: TaskRecord, name: str, ahead: int) -> Finding:
             f"{name!r} takes it at its next claim"
         )
     else:
-        tasks_ahead = "1 older task" if ahead == 1 else f"{ahead} older tasks"
+        tasks_ahead = (
+            "1 older task"
+            if ahead == 1
+            else f"more than {AHEAD_MOST:,} older tasks"
+            if ahead > AHEAD_MOST
+            else f"{ahead} older tasks"
+        )
         sentence = f"task {task.id} is queued for {name!r} behind {tasks_ahead} of {name!r}"
     return _finding("queued_behind", sentence, task.queued_at)
 

@@ -316,14 +316,20 @@ def end_lease(conn: Connection, task_id: int, now: datetime) -> bool:
     return ended.rowcount == 1
 
 
+#: The most queued tasks ahead that `queued_ahead` counts: past it, "more than" this many (a
+#: count of 80,000 tasks ahead took 1.5 s at a million tokens).
+AHEAD_MOST = 1000
+
+
 def queued_ahead(conn: Connection, task: TaskRecord, workflow: str | None) -> int:
     """How many queued tasks of active tokens of `workflow` (None: the main one) wait for the
-    task's state with a lower id than the task's: those a claim takes before it."""
+    task's state with a lower id than the task's: those a claim takes before it; counted up to
+    `AHEAD_MOST` + 1 (more than `AHEAD_MOST`)."""
     same_workflow = (
         tokens.c.workflow.is_(None) if workflow is None else tokens.c.workflow == workflow
     )
-    query = (
-        select(func.count())
+    ahead = (
+        select(tasks.c.id)
         .select_from(tasks.join(tokens, tokens.c.token == tasks.c.token))
         .where(
             TASK_IS_OPEN,
@@ -335,8 +341,10 @@ def queued_ahead(conn: Connection, task: TaskRecord, workflow: str | None) -> in
             # Only tasks of the task's own version: a claim of one version takes no other's.
             tasks.c.structure.is_not_distinct_from(_structure_of_task(task.id)),
         )
+        .limit(AHEAD_MOST + 1)
+        .subquery()
     )
-    return int(conn.execute(query).scalar() or 0)
+    return int(conn.execute(select(func.count()).select_from(ahead)).scalar() or 0)
 
 
 def _structure_of_task(task: int) -> ScalarSelect[Any]:

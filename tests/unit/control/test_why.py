@@ -10,10 +10,12 @@ import pytest
 from stateous.control.clock import FakeClock, iso
 from stateous.control.engine.moves import Schedule
 from stateous.control.engine.report import Outcome
+from stateous.control.engine.start_many import StartArgs, start_many
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.engine.why import why
 from stateous.control.store.db import Store
 from stateous.control.store.registry import Beat, record_beat
+from stateous.control.store.tasks import AHEAD_MOST
 from stateous.model.graph import load_graph
 from tests.support.graphs import ORDERS, SDLC, graph_text, variant
 from tests.unit.control.harness import DEV, Engine, refusal
@@ -202,6 +204,21 @@ def test_queued_behind(orders: Why) -> None:
     orders.pause("B")  # a paused token's task is not ahead: no claim takes it
     assert orders.codes("C") == ["queued_behind"]
     assert orders.sentences("C") == ["task 3 is queued for 'draft' behind 1 older task of 'draft'"]
+
+
+def test_queued_behind_counts_up_to_a_thousand(orders: Why) -> None:
+    orders.beat("box", ["draft"])
+    with orders.store.begin() as conn:
+        start_many(conn, orders.clock, orders.config, [
+            StartArgs(f"T-{n}", CTX) for n in range(AHEAD_MOST + 2)
+        ])  # fmt: skip
+    last = f"T-{AHEAD_MOST + 1}"
+    assert orders.sentences(last) == [
+        f"task {AHEAD_MOST + 2} is queued for 'draft' behind more than 1,000 older tasks of 'draft'"
+    ]
+    assert orders.sentences(f"T-{AHEAD_MOST}") == [
+        f"task {AHEAD_MOST + 1} is queued for 'draft' behind 1000 older tasks of 'draft'"
+    ]
 
 
 def test_supervisor_gone(orders: Why) -> None:
