@@ -30,6 +30,7 @@ import psycopg
 
 from stateous.control.store import migrate
 from stateous.control.store.db import Store, make_engine
+from stateous.model.environment import environment
 from stateous.model.graph import Graph, read_graph_file
 
 GRAPH = Path("orders") / "build" / "orders.json"
@@ -127,7 +128,7 @@ class Preloaded:
 
 def cache_folder() -> Path:
     """Where the SQLite preloads are kept."""
-    folder = Path(os.environ.get("STATEOUS_BENCH_CACHE", "/var/tmp/stateous-bench"))
+    folder = Path(environment().bench_cache or "/var/tmp/stateous-bench")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 

@@ -132,6 +132,10 @@ class Environment:
     bench_keep: bool = _flag(
         meaning="The benchmarks keep their temporary folder (any value but empty)."
     )
+    bench_cache: str | None = _text(
+        meaning="The folder where `bench/scale.py` keeps its million-token preload "
+        "(default `/var/tmp/stateous-bench`).",
+    )
 
     #: The fields whose variable was set (not empty), as opposed to left at their default.
     given: frozenset[str] = field(default=frozenset(), metadata={"kind": None})

@@ -102,7 +102,10 @@ def test_a_claim_of_several_tasks_runs_the_same_statements_for_one_or_eight(
         with store.engine.begin() as conn:
             driver = conn.connection.dbapi_connection
             assert isinstance(driver, sqlite3.Connection)
-            driver.set_trace_callback(seen.append)
+            driver.set_trace_callback(
+                # a trigger's statements are traced with the text of the one that fired them
+                lambda sql, seen=seen: None if seen and seen[-1] == sql else seen.append(sql)
+            )
             try:
                 grants = claim_many(conn, clock, orders, BOX, ["draft"], request, most)
             finally:
