@@ -108,10 +108,7 @@ class Plane:
         self.check_serving()
         answers: list[Any] = []
         named = list(tasks) or [None] * len(ops)
-        for first in range(0, len(ops), GROUP_MOST):
-            part = zip(
-                ops[first : first + GROUP_MOST], named[first : first + GROUP_MOST], strict=True
-            )
+        for part in parts(list(zip(ops, named, strict=True))):
             queued = [Op(call, work, task=task) for (call, work), task in part]
             self.lanes.submit(queued)
             # gather retrieves every exception, so none is logged as "never retrieved".
