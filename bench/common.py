@@ -316,6 +316,30 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def database_cpu_seconds() -> float:
+    """CPU seconds the machine's Postgres processes (every `postgres` process: the backends
+    of each connection, the WAL writer, the checkpointer) used so far; 0 with none running."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # the process ended between the listing and the read
+            continue
+        if text[text.index("(") + 1 : text.rindex(")")] == "postgres":
+            fields = text[text.rindex(")") + 2 :].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def machine_busy_seconds() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, from the first line of /proc/stat."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle and iowait
+    total = sum(fields[:8])
+    tick = os.sysconf("SC_CLK_TCK")
+    return (total - idle) / tick, total / tick
+
+
 #: The load generators of `start_tokens`: `raw` (bench/loadgen.py, the default) or `httpx`.
 CLIENTS = ("raw", "httpx")
 

@@ -8,8 +8,11 @@ first `started` row), both read from the ledger; the latencies are each token's 
 
 It also reports what each token cost: CPU milliseconds per token of `serve` and of `supervise`
 (all supervisors together), from `utime + stime` of `/proc/<pid>/stat` before and after the
-measured run. `--observer` polls `GET /tokens?limit=1000` and `GET /stats` once a second during
-the run, as the console's tokens screen does, and reports its polls and their p50/max time.
+measured run; `database_cpu_ms_per_token`, the same of every `postgres` process on the machine
+(0 on SQLite, which runs inside `serve`; a backend that ends during the run is not counted); and
+`machine_busy`, the share of the machine's CPUs busy during the run. `--observer` polls
+`GET /tokens?limit=1000` and `GET /stats` once a second during the run, as the console's tokens
+screen does, and reports its polls and their p50/max time.
 
 `--replicas N` (Postgres, spec 85): N control plane processes on the one database, the holder
 and N-1 `serve --replica`; the starts are spread across them, each supervisor gets every URL
@@ -120,6 +123,8 @@ def measure_cost(
     """Run `work()` (the measured run, answering its figures) and add the CPU per token."""
     pids = [*(p.popen.pid for p in serves), *(p.popen.pid for p in supervisors)]
     before = [common.cpu_seconds(pid) for pid in pids]
+    database_before = common.database_cpu_seconds()
+    busy_before, total_before = common.machine_busy_seconds()
     observer = Observer(serves[0].url) if observe else None
     if observer is not None:
         with observer:
@@ -127,12 +132,20 @@ def measure_cost(
     else:
         figures = work()
     used = [common.cpu_seconds(pid) - b for pid, b in zip(pids, before, strict=True)]
+    database = common.database_cpu_seconds() - database_before
+    busy_after, total_after = common.machine_busy_seconds()
     per_token = 1000 / figures["tokens"]
     count = len(serves)
     figures["serve_cpu_ms_per_token"] = round(sum(used[:count]) * per_token, 3)
     if count > 1:
         figures["serve_cpu_ms_per_token_each"] = [round(u * per_token, 3) for u in used[:count]]
     figures["supervise_cpu_ms_per_token"] = round(sum(used[count:]) * per_token, 3)
+    # Postgres's own processes (0 on SQLite, which runs inside serve), and how busy the whole
+    # machine was: near 1 means the run waited for a CPU rather than for a round trip or a disk.
+    figures["database_cpu_ms_per_token"] = round(database * per_token, 3)
+    figures["machine_busy"] = round(
+        (busy_after - busy_before) / max(total_after - total_before, 1e-9), 3
+    )
     if observer is not None:
         figures.update(observer.figures())
     return figures
