@@ -1,8 +1,8 @@
 """The figures of `GET /stats` (spec 70 §1): tokens by status, live work by state, read from the
 counts the database keeps (spec 95 §3), never from a scan of the tokens or tasks.
 
-Migration 0013's triggers keep `stats_counts` in the transaction of every write of `tokens`
-and `tasks`; on Postgres they append to `stats_deltas` instead, which `fold_deltas` adds into
+Migration 0013's triggers (made again by 0017, which counts ended tasks too) keep
+`stats_counts` in the transaction of every write of `tokens` and `tasks`; on Postgres they append to `stats_deltas` instead, which `fold_deltas` adds into
 the counts in the background. A read sums both in one statement, so it sees a fold entirely
 or not at all. A child token's state is named `<workflow>/<state>`
 (`operator_queries.state_name`), as on the other operator routes.
@@ -54,8 +54,9 @@ class Stats:
 
 @dataclass(frozen=True)
 class Count:
-    """One count: `kind` 'token' (tokens) or 'task' (open tasks); '' for a null structure or
-    workflow (a top token's workflow)."""
+    """One count: `kind` 'token' (tokens), 'task' (open tasks) or 'closed' (ended tasks, by
+    status alone: structure, workflow and state ''); '' for a null structure or workflow (a top
+    token's workflow)."""
 
     kind: str
     structure: str
@@ -91,11 +92,12 @@ def counts(conn: Connection) -> list[Count]:
     return [Count.from_row(row) for row in conn.execute(query)]
 
 
-def live_tops_by_structure(conn: Connection) -> dict[str, int]:
+def live_tops_by_structure(conn: Connection, read: list[Count] | None = None) -> dict[str, int]:
     """How many top tokens are active or paused, by structure (a top token's workflow is ''),
-    from the counts; a token of no structure (before migration 0011) is left out."""
+    from the counts (`read`: those already read); a token of no structure (before migration
+    0011) is left out."""
     live: dict[str, int] = {}
-    for count in counts(conn):
+    for count in counts(conn) if read is None else read:
         top = count.kind == "token" and not count.workflow
         if top and count.structure and count.status in _LIVE:
             live[count.structure] = live.get(count.structure, 0) + count.n
@@ -112,6 +114,8 @@ def stats(conn: Connection, states: Iterable[str], token_statuses: Iterable[str]
             by_status[count.status] = by_status.get(count.status, 0) + count.n
             if count.status not in _LIVE:
                 continue
+        elif count.kind != "task":  # ended tasks: no state's live work
+            continue
         elif count.status == "queued":
             queued.add((count.structure, count.state))
         name = state_name(count.workflow or None, count.state)

@@ -1,6 +1,6 @@
-"""The counts of `GET /stats` kept by migration 0013's triggers (spec 95 §3) answer exactly what a
-scan of the tokens and tasks answers, after every kind of write, on SQLite and Postgres; on
-Postgres before and after the deltas are folded."""
+"""The counts of `GET /stats` and `GET /metrics` kept by migration 0013's and 0017's triggers
+(spec 95 §3) answer exactly what a scan of the tokens and tasks answers, after every kind of
+write, on SQLite and Postgres; on Postgres before and after the deltas are folded."""
 
 from __future__ import annotations
 
@@ -18,11 +18,12 @@ from stateous.control.plane import Plane
 from stateous.control.stats_folder import StatsFolder
 from stateous.control.store import migrate
 from stateous.control.store.db import Store, make_engine
+from stateous.control.store.figures import Figures, read_figures
 from stateous.control.store.operator_queries import state_name
 from stateous.control.store.stats import Stats, fold_deltas, oldest_queued_query, stats
 from stateous.control.store.tables import TASK_IS_OPEN, TOKEN_IS_LIVE_TOP, tasks, tokens
 from stateous.control.store.versions import live_by_structure
-from stateous.model.wire import TOKEN_STATUSES
+from stateous.model.wire import TASK_STATUSES, TOKEN_STATUSES
 from tests.unit.control import test_live_indexes as live_indexes
 from tests.unit.control.harness import Engine
 from tests.unit.control.test_migrate import DEV1, DEV2, T0, V1, V2, Versioned, versioned
@@ -62,22 +63,53 @@ def scan_stats(conn: Connection, states: Iterable[str]) -> Stats:
     return Stats(by_status, per_state, oldest, serving)
 
 
+def scan_figures(conn: Connection) -> Figures:
+    """`read_figures()` as it was before migration 0017: grouped scans of `tokens` and `tasks`."""
+    by_status = dict.fromkeys(TOKEN_STATUSES, 0)
+    for status, count in conn.execute(
+        select(tokens.c.status, func.count()).group_by(tokens.c.status)
+    ):
+        by_status[status] = int(count)
+    task_statuses = dict.fromkeys(TASK_STATUSES, 0)
+    for status, count in conn.execute(
+        select(tasks.c.status, func.count()).group_by(tasks.c.status)
+    ):
+        task_statuses[status] = int(count)
+    queued = {
+        state_name(workflow, state): int(count)
+        for workflow, state, count in conn.execute(
+            select(tokens.c.workflow, tasks.c.state, func.count())
+            .join(tokens, tokens.c.token == tasks.c.token)
+            .where(TASK_IS_OPEN, tasks.c.status == "queued")
+            .group_by(tokens.c.workflow, tasks.c.state)
+        )
+    }
+    oldest = conn.execute(
+        select(func.min(tasks.c.queued_at)).where(TASK_IS_OPEN, tasks.c.status == "queued")
+    ).scalar()
+    live_tops = select(tokens.c.structure, func.count()).where(TOKEN_IS_LIVE_TOP)
+    walked = conn.execute(live_tops.group_by(tokens.c.structure)).all()
+    live = {structure: int(n) for structure, n in walked if structure is not None}
+    return Figures(by_status, task_statuses, queued, oldest, {}, live)
+
+
 def same(store: Store, states: list[str]) -> Stats:
-    """Assert that the counts answer what the scan answers (on Postgres, before and after a
-    fold of the deltas); answers them."""
+    """Assert that the counts answer what the scans answer, for /stats and /metrics (on
+    Postgres, before and after a fold of the deltas); answers /stats' figures."""
     with store.begin() as conn:
         kept, scanned = stats(conn, states, TOKEN_STATUSES), scan_stats(conn, states)
+        figures, scanned_figures = read_figures(conn), scan_figures(conn)
         live = live_by_structure(conn)
-        live_tops = select(tokens.c.structure, func.count()).where(TOKEN_IS_LIVE_TOP)
-        walked = conn.execute(live_tops.group_by(tokens.c.structure)).all()
     assert kept == scanned
-    assert live == {structure: n for structure, n in walked if structure is not None}
+    assert figures == scanned_figures
+    assert live == figures.live
     if not store.sqlite:
         with store.begin() as conn:
             fold_deltas(conn)
         with store.begin() as conn:
             assert conn.execute(text("SELECT count(*) FROM stats_deltas")).scalar() == 0
             assert stats(conn, states, TOKEN_STATUSES) == scanned
+            assert read_figures(conn) == scanned_figures
     return kept
 
 
@@ -253,6 +285,9 @@ def test_the_upgrade_of_a_filled_0012_database_counts_its_rows(db_url: str) -> N
             "sec/triage": {"active": 1, "paused": 0, "queued": 1, "claimed": 0, "waiting": 0},
         }
         assert str(kept.oldest_queued_at) == "2026-10-16 20:48:40"
+        with store.begin() as conn:
+            assert read_figures(conn).tasks == {"queued": 2, "claimed": 1, "waiting": 1,
+                                                "done": 1, "failed": 1, "cancelled": 0}  # fmt: skip
     finally:
         store.engine.dispose()
 
@@ -273,11 +308,12 @@ def test_the_folder_folds_every_delta_once(store: Store, clock: FakeClock) -> No
     folder = StatsFolder(Plane.of(store, engine.config, clock))
     for token in ("A", "B"):
         in_review(engine, token)
-    # Each start: the token (+1) and its task (+1); each move: the token and both tasks (-1 +1).
+    # Each start: the token (+1) and its task (+1); each move: the token (-1 +1), the task that
+    # ended (-1 open, +1 ended) and the new one (+1).
     if not store.sqlite:
         with store.begin() as conn:
             assert fold_deltas(conn, most=5) == 5
-    assert folder.step() == (0 if store.sqlite else 2 * (2 + 4) - 5)
+    assert folder.step() == (0 if store.sqlite else 2 * (2 + 5) - 5)
     if not store.sqlite:  # vacuumed: no page of dead deltas left for /stats to read
         size = "SELECT pg_relation_size('stats_deltas')"
         assert engine.query(size) == [(0,)]
