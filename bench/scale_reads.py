@@ -22,7 +22,8 @@ import common
 import httpx
 import million
 
-from stateous.tui.api import ControlPlane
+from stateous.tui.api import PAGE, ControlPlane
+from stateous.tui.widgets.status_bar import INBOX_LIMIT
 
 WARM = 3
 
@@ -104,19 +105,21 @@ def why_paths(shape: million.Shape) -> Callable[[int], str]:
 
 
 async def console_refresh(url: str, n: int) -> dict[str, Any]:
-    """One refresh of the console's tokens screen, as the console makes it with its own client:
-    the app's poll (`/health`, `/stats`, `/inbox?limit=1000`, one after the other) beside the
-    screen's listing (`/tokens?limit=1000`); the time until both are answered."""
+    """One refresh of the console's tokens screen, as the console makes it with its own client
+    and its own limits: the app's poll (`/health`, `/stats`, `/inbox?limit=100`, one after the
+    other; `/workflow` only when the checksum changed, so not here) beside the screen's listing
+    with its first page only loaded (`/tokens?limit=100`, the page the operator has not scrolled
+    past); the time until both are answered."""
     async with ControlPlane(url, timeout=60) as plane:
 
         async def poll() -> None:
             await plane.health()
             await plane.stats()
-            await plane.inbox(limit=1000)
+            await plane.inbox(limit=INBOX_LIMIT)
 
         async def once() -> float:
             began = time.perf_counter()
-            await asyncio.gather(poll(), plane.tokens(limit=1000))
+            await asyncio.gather(poll(), plane.token_page(limit=PAGE))
             return (time.perf_counter() - began) * 1000
 
         for _ in range(WARM):

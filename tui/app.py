@@ -29,6 +29,7 @@ from stateous.tui.screens.token import TokenScreen
 from stateous.tui.screens.tokens import TokensScreen
 from stateous.tui.screens.versions import VersionsScreen
 from stateous.tui.settings import Settings, save_settings
+from stateous.tui.widgets.status_bar import INBOX_LIMIT
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
@@ -83,7 +84,8 @@ class ConsoleApp(App[None]):
     stats: var[dict[str, Any] | None] = var(None, always_update=True)
     """The last answer of `GET /stats`."""
     inbox: var[list[dict[str, Any]] | None] = var(None, always_update=True)
-    """The last answer of `GET /inbox` (spec 80 §6); None when the plane has none."""
+    """The last answer of `GET /inbox` (spec 80 §6), a `Page` of at most `INBOX_LIMIT` whose
+    `next` says that more wait; None when the plane has none."""
     job: var[dict[str, Any] | None] = var(None, always_update=True)
     """The bulk job started from this console, as last polled (spec 80 §2)."""
     unreachable: var[str | None] = var(None)
@@ -167,7 +169,11 @@ class ConsoleApp(App[None]):
         if stats is not None:
             self.stats = stats
         # A control plane older than spec 80 refuses it (404): no inbox is shown then.
-        self.inbox = await self.call(self.plane.inbox(limit=1000), quiet=True)
+        # One page of INBOX_LIMIT, its `next` saying that more wait (`inbox 100+`). Not the
+        # `waiting` of /stats instead: those count every waiting task, while the inbox holds
+        # those of active and paused tokens only (spec 80 §6, control/api/inbox.py), Postgres
+        # folds them in the background, and the `i` screen lists these entries.
+        self.inbox = await self.call(self.plane.inbox(limit=INBOX_LIMIT), quiet=True)
         if self._job_id is not None:
             job = await self.call(self.plane.bulk_job(self._job_id), quiet=True)
             if job is not None:

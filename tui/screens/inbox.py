@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Static
 
+from stateous.client import Page
 from stateous.tui.format import local_time, since
 from stateous.tui.screens.fire import FireScreen
 from stateous.tui.screens.read_only import ReadOnlyScreen, read_only, with_read_only
@@ -29,6 +30,8 @@ COLUMNS = (
 EMPTY = "No token waits for a person."
 NO_INBOX = "This control plane has no inbox: it is older than spec 80 §6."
 HINT = "enter: answer the token under the cursor (the fire form)"
+MORE = "the {} longest waiting shown; more wait (inbox {}+)"
+"""Said beside the hint when the app's poll read one page and more follow."""
 
 
 def event_text(event: object) -> str:
@@ -91,6 +94,8 @@ class InboxScreen(PollingScreen, ReadOnlyScreen):
             keys,
         )
         hint = HINT if self.entries else EMPTY if entries is not None else NO_INBOX
+        if isinstance(entries, Page) and entries.next is not None:
+            hint += " · " + MORE.format(len(entries), len(entries))
         self.query_one("#inbox-hint", Static).update(hint)
 
     async def fetch(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from datetime import datetime
 from functools import partial
 from typing import Any, ClassVar
@@ -13,12 +14,12 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Input, Static
 
-from stateous.client import Refused
+from stateous.client import Page, Refused
 from stateous.client.search import shown_pairs
 from stateous.model.bulk_statuses import acting_filter, why_text
 from stateous.model.history import display_state
 from stateous.model.versions import short
-from stateous.tui.api import refusal_line
+from stateous.tui.api import PAGE, refusal_line
 from stateous.tui.format import STATUSES, duration, parse_time, status_text
 from stateous.tui.schema import state_key
 from stateous.tui.screens.bulk import BulkConfirmScreen
@@ -39,8 +40,8 @@ from stateous.tui.widgets.token_list import Cell, TokenList
 ON_EACH = "those each can act on (p active, r paused, c f active or paused, R failed)"
 """With no status filter, what a selection's keys act on (`ACTS_ON`, as in the CLI)."""
 
-LIMIT = 1000
-"""The most tokens one listing answers (spec 20 §4.1): the most recently moved."""
+Asked = tuple[str | None, str | None, str, tuple[tuple[str, Any], ...]]
+"""What a listing asks the control plane: status, state, id prefix, context keys searched."""
 
 # (label, key, width): fixed widths, so that drawing a row never needs the others; the id and
 # parent columns fit their longest id instead (this width is what they keep when room is short).
@@ -133,6 +134,13 @@ class TokensScreen(PollingScreen, RepairScreen):
         """Each structure's version name while tokens live on several versions, else None."""
         self.loaded = False
         """True once the first listing is on screen (the benchmark waits for it)."""
+        self.pages = 1
+        """How many pages of `PAGE` tokens are loaded: the first, and one more each time the
+        operator moves the cursor onto the last row while more follow. A poll asks for as many
+        rows as are loaded, a page a request; a filter changed goes back to one page."""
+        self.next_page: str | None = None
+        """The cursor of the page after the loaded rows; None when no more follow."""
+        self._more_asked: str | None = None
 
     def compose(self) -> ComposeResult:
         """Status bar, banner, filters, search, states panel and tokens, footer."""
@@ -170,37 +178,86 @@ class TokensScreen(PollingScreen, RepairScreen):
     # ------------------------------------------------------------------ data
 
     async def fetch(self) -> None:
-        """`GET /tokens` with the status filter and the context keys searched; the state and id
-        filters apply here."""
-        plane = self.console.plane
-        context = self.search.context
-        if context:
-            listing = await self.console.call(self._found(context))
-        else:
-            listing = await self.console.call(plane.tokens(status=self.status_filter, limit=LIMIT))
-        if listing is None or context != self.search.context:
-            return  # no answer, or one to a search typed over since
-        self.listing = listing
-        self.tokens = {str(t.get("token")): t for t in listing}
-        if len(self._fixed) > 4 * LIMIT:
+        """`GET /tokens` with the filters, one page of `PAGE` a request, as many pages as are
+        loaded (one unless the operator scrolled on); the state and id filters (and hidden
+        children) apply here too, at once, while the answer is on its way."""
+        asked = self.asked()
+        rows: list[dict[str, Any]] = []
+        after: str | None = None
+        for _ in range(self.pages):
+            page = await self._page(asked, after)
+            if page is None or asked != self.asked():
+                return  # no answer, or one to filters changed since
+            rows.extend(page)
+            after = page.next
+            if after is None:
+                break
+        self._show_listing(rows, after)
+
+    @work(exclusive=True, group="poll")
+    async def load_more(self, after: str) -> None:
+        """The page after the loaded rows, added below them (in the poll's group: a poll that
+        comes meanwhile asks for every loaded page itself, this one too)."""
+        asked = self.asked()
+        page = await self._page(asked, after)
+        if page is None or asked != self.asked() or after != self.next_page:
+            return
+        known = {str(t.get("token")) for t in self.listing}
+        added = [t for t in page if str(t.get("token")) not in known]
+        self._show_listing([*self.listing, *added], page.next)
+
+    @on(TokenList.AtEnd, "#tokens")
+    def _at_end(self) -> None:
+        """The cursor reached the last loaded row: load the next page, once for each cursor."""
+        if self.next_page is None or self._more_asked == self.next_page:
+            return
+        self._more_asked = self.next_page
+        self.pages += 1
+        self.load_more(self.next_page)
+
+    def asked(self) -> Asked:
+        """What the listing asks for now."""
+        context = tuple(sorted(self.search.context.items(), key=lambda item: item[0]))
+        return (self.status_filter, self.state_filter, self.prefix, context)
+
+    def _filters_changed(self) -> None:
+        """Ask again from the first page, for the filters as they are now."""
+        self.pages = 1
+        self.next_page = self._more_asked = None
+        self.refresh_now()
+
+    def _show_listing(self, rows: list[dict[str, Any]], after: str | None) -> None:
+        self.listing = rows
+        self.next_page = after
+        self.tokens = {str(t.get("token")): t for t in rows}
+        if len(self._fixed) > 4 * max(len(rows), 10 * PAGE):
             self._fixed.clear()  # rows of tokens long gone
         self.render_rows()
         self.loaded = True
 
-    async def _found(self, context: dict[str, Any]) -> list[Any]:
+    async def _page(self, asked: Asked, after: str | None) -> Page | None:
+        """One page of the listing, or None when no usable answer came (the banner says why)."""
+        status, state, prefix, context = asked
+        # `state`: a child workflow's state is `<workflow>/<state>` here, its own name there.
+        request = self.console.plane.token_page(status=status,
+                                                state=state and state.rpartition("/")[2],
+                                                prefix=prefix, context=dict(context) or None,
+                                                after=after)  # fmt: skip
+        return await self.console.call(self._found(request, context) if context else request)
+
+    async def _found(self, request: Awaitable[Page], context: tuple[tuple[str, Any], ...]) -> Page:
         """The tokens whose context holds every key searched (`GET /tokens?context.KEY=JSON`);
         a refusal (a key not searchable, or one still being filled) shows in the error line
         once for these keys, and finds nothing."""
-        plane = self.console.plane
         try:
-            found = await plane.tokens(status=self.status_filter, limit=LIMIT, context=context)
+            found = await request
         except Refused as exc:
             # Keyed by the keys, not the values: typing a value is not asked about again.
-            refusal = (tuple(sorted(context)), exc.code)
+            refusal = (tuple(key for key, _ in context), exc.code)
             if self._search_refused != refusal:
                 self._search_refused = refusal
                 self.notify(refusal_line(exc), title="refused", severity="error", timeout=8)
-            return []
+            return Page([])
         self._search_refused = None
         return found
 
@@ -272,7 +329,9 @@ class TokensScreen(PollingScreen, RepairScreen):
             parts.insert(3, f"context: {self.search.problem}")
         if shown is not None:
             found = "found" if self.search.context else "most recently moved"
-            parts.append(f"{shown} of the {len(self.listing)} {found}")
+            # A page at a time (issue 32): the line says when more follow than are loaded.
+            more = ", more below (the last row loads them)" if self.next_page is not None else ""
+            parts.append(f"{shown} of the {len(self.listing)} {found}{more}")
         if self.selection is not None:
             parts.append(f"selected: every token where {selection_text(self.selection)} (*)")
         text = " · ".join(parts)
@@ -315,7 +374,8 @@ class TokensScreen(PollingScreen, RepairScreen):
     def _state_chosen(self, selected: DataTable.RowSelected) -> None:
         state = str(selected.row_key.value)
         self.state_filter = None if self.state_filter == state else state
-        self.render_rows()
+        self.render_rows()  # the rows loaded at once, then the control plane's answer
+        self._filters_changed()
         self.query_one("#tokens", TokenList).focus()
 
     def action_status(self, status: str | None) -> None:
@@ -324,7 +384,7 @@ class TokensScreen(PollingScreen, RepairScreen):
             return
         self.status_filter = status
         self._show_filters()
-        self.refresh_now()
+        self._filters_changed()
 
     def action_children(self) -> None:
         """Hide the child tokens, or show them again below their parents."""
@@ -342,17 +402,21 @@ class TokensScreen(PollingScreen, RepairScreen):
         self.set_search(parse_search(changed.value))
 
     def set_search(self, search: Search) -> None:
-        """Filter by `search`'s prefix at once; ask the control plane again when the context
-        keys searched changed."""
-        asked = search.context != self.search.context
+        """Filter the rows loaded by `search`'s prefix at once; ask the control plane again
+        when the prefix or the context keys searched changed (from the first page)."""
+        before = self.asked()
+        self._take_search(search)
+        self.render_rows()
+        if self.asked() != before:
+            self._filters_changed()
+
+    def _take_search(self, search: Search) -> None:
+        if search.context != self.search.context:
+            self.listing, self.tokens = [], {}  # found by other keys: none of them may match
         self.search = search
         self.prefix = search.prefix
         if not search.context:
             self._search_refused = None  # a search typed again is answered again
-        if asked:
-            self.listing, self.tokens = [], {}
-            self.refresh_now()
-        self.render_rows()
 
     @on(Input.Submitted, "#search")
     def _prefix_submitted(self, submitted: Input.Submitted) -> None:
@@ -373,9 +437,12 @@ class TokensScreen(PollingScreen, RepairScreen):
         search = self.query_one("#search", Input)
         search.value = ""
         search.remove_class("-shown")
-        self.set_search(Search())
+        before = self.asked()
         self.state_filter = None
+        self._take_search(Search())
         self.render_rows()
+        if self.asked() != before:
+            self._filters_changed()
         self.query_one("#tokens", TokenList).focus()
 
     # ------------------------------------------------------------------ bulk (spec 80 §2)

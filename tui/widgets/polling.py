@@ -18,6 +18,7 @@ class PollingScreen(Screen[None]):
     """
 
     _timer: Timer | None = None
+    _suspended = False
 
     @property
     def console(self) -> Console:
@@ -33,10 +34,14 @@ class PollingScreen(Screen[None]):
         """Poll only what is shown."""
         if self._timer is not None:
             self._timer.pause()
+            self._suspended = True
 
     def on_screen_resume(self) -> None:
-        """Back on screen: poll at once, then at the interval."""
-        if self._timer is not None:
+        """Back on screen: poll at once, then at the interval. The first showing, just after
+        `start_polling`, asks nothing more: one poll, not two of which the second cancels the
+        first (spec 95 §3 counts one refresh's requests)."""
+        if self._timer is not None and self._suspended:
+            self._suspended = False
             self._timer.resume()
             self.refresh_now()
 

@@ -7,14 +7,16 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
+from stateous.client import Page
 from stateous.tui.console import Console
 from stateous.tui.format import STATUS_STYLES, STATUSES
 from stateous.tui.jobs import job_status_line
 from stateous.tui.versions import live_versions, versions_of
 from stateous.tui.widgets.states import error_colour, unserved_states
 
-INBOX_LIMIT = 1000
-"""The most inbox entries the console asks for (the route's largest `limit`)."""
+INBOX_LIMIT = 100
+"""The most inbox entries the console asks for a poll (one page of `GET /inbox`); when more
+wait, the answer's `Link` header says so and the header shows `inbox 100+`."""
 
 
 def short_checksum(checksum: object) -> str:
@@ -103,8 +105,8 @@ def render_status(
     if inbox is not None:
         text.append("\n" if not isinstance(counts, dict) else "")
         text.append("inbox ", style="magenta" if inbox else "dim")
-        # The console reads at most INBOX_LIMIT entries: more are shown as `1000+`.
-        more = "+" if len(inbox) >= INBOX_LIMIT else ""
+        # The console reads one page of INBOX_LIMIT entries: a next page is shown as `100+`.
+        more = "+" if isinstance(inbox, Page) and inbox.next is not None else ""
         text.append(f"{len(inbox)}{more}", style="bold" if inbox else "dim")
     if job is not None:  # the bulk job this console started (spec 80 §2)
         running = job.get("status") == "running"

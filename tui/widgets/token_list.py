@@ -1,9 +1,10 @@
 """A fast list of rows with a cursor: only the lines on screen are ever rendered.
 
-The tokens screen shows up to 1000 tokens and redraws them at every poll; a DataTable measures
-and lays out every cell, which took seconds for 1000 rows on a small machine. This widget keeps
-plain rows and draws the visible lines (Textual's line API), so a poll or a key press costs the
-same with 10 rows or 1000.
+The tokens screen shows a page of 100 tokens, and more pages as the operator scrolls to them,
+and redraws them at every poll; a DataTable measures and lays out every cell, which took seconds
+for 1000 rows on a small machine. This widget keeps plain rows and draws the visible lines
+(Textual's line API), so a poll or a key press costs the same with 10 rows or 1000. It says when
+the cursor reaches the last row (`AtEnd`), so that the screen can load the next page.
 """
 
 from __future__ import annotations
@@ -70,6 +71,19 @@ class TokenList(ScrollView, can_focus=True):
         @property
         def control(self) -> TokenList:
             """The list the row belongs to (for `@on(..., "#id")`)."""
+            return self.token_list
+
+    class AtEnd(Message):
+        """The operator moved the cursor onto the last row, or on past it (`down`, `pagedown`,
+        `end`, a click): the rows after it may be loaded."""
+
+        def __init__(self, token_list: TokenList) -> None:
+            super().__init__()
+            self.token_list = token_list
+
+        @property
+        def control(self) -> TokenList:
+            """The list whose end was reached (for `@on(..., "#id")`)."""
             return self.token_list
 
     def __init__(self, columns: tuple[tuple[str, str, int], ...], *, id: str | None = None) -> None:
@@ -216,9 +230,11 @@ class TokenList(ScrollView, can_focus=True):
     # ------------------------------------------------------------------ keys
 
     def action_move(self, step: int) -> None:
-        """Move the cursor by `step` rows."""
+        """Move the cursor by `step` rows; onto or past the last row says `AtEnd`."""
         if self.rows:
             self.cursor = max(0, min(len(self.rows) - 1, self.cursor + step))
+        if step > 0:
+            self._reached_end()
 
     def action_page(self, direction: int) -> None:
         """Move the cursor by one screen."""
@@ -228,6 +244,13 @@ class TokenList(ScrollView, can_focus=True):
         """Move the cursor to the first (0) or the last (-1) row."""
         if self.rows:
             self.cursor = index % len(self.rows)
+        if index < 0:
+            self._reached_end()
+
+    def _reached_end(self) -> None:
+        """Say `AtEnd` when the cursor is on the last row (or there is none)."""
+        if self.cursor >= len(self.rows) - 1:
+            self.post_message(self.AtEnd(self))
 
     def action_select(self) -> None:
         """Open the cursor row."""
@@ -241,3 +264,4 @@ class TokenList(ScrollView, can_focus=True):
             index = self.scroll_offset.y + offset - 1
             if index < len(self.rows):
                 self.cursor = index
+                self._reached_end()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from stateous.client import Page
 from stateous.tui.outbox import SupervisorView
 from stateous.tui.screens.outboxes import folder_url, registry_row
-from stateous.tui.widgets.status_bar import render_status
+from stateous.tui.widgets.status_bar import INBOX_LIMIT, render_status
 from tests.unit.tui.helpers import plain
 
 NOW = datetime(2026, 10, 16, 21, 0, 0, tzinfo=UTC)
@@ -44,11 +45,15 @@ def test_the_header_warns_of_unserved_states_and_counts_the_inbox() -> None:
         },
     }
     health = {"workflow": "orders", "checksum": "sha256:0123456789abcdef"}
-    text = render_status("http://cp", health, stats, None, inbox=[{}] * 1000).plain
+    # One page of INBOX_LIMIT with a next page: `100+`; the same page as the last: `100`.
+    more = Page([{}] * INBOX_LIMIT, "eyJ9")
+    text = render_status("http://cp", health, stats, None, inbox=more).plain
     assert text == (
         "http://cp  orders sha256:01234567  ● connected  ⚠ no supervisor for review\n"
-        "active 2  paused 0  completed 0  failed 0  cancelled 0  inbox 1000+"
+        "active 2  paused 0  completed 0  failed 0  cancelled 0  inbox 100+"
     )
+    last = render_status("http://cp", health, stats, None, inbox=Page([{}] * INBOX_LIMIT))
+    assert last.plain.endswith("inbox 100")
     assert render_status("http://cp", health, None, None, inbox=[]).plain == (
         "http://cp  orders sha256:01234567  ● connected\ninbox 0"
     )
