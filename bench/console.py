@@ -5,10 +5,10 @@ A real `stateous serve` on SQLite holds 10,000 completed `orders` tokens (bulk-l
 the store's tables) plus `--live` active ones started over HTTP. The console runs headless
 (Textual's pilot) at 120x40 and speaks HTTP to it as it does for an operator:
 
-- `open_s`: from creating the console to the tokens screen showing its first 1000 rows and the
-  states panel (health, graph, stats and the listing fetched and rendered);
+- `open_s`: from creating the console to the tokens screen showing its first page (100 rows)
+  and the states panel (health, graph, stats and the listing fetched and rendered);
 - `key_ms`: from a key press to the console having answered it, p50 and max over `--presses`
-  presses each: `down` (cursor), `h` (hide/show children: the 1000 rows arranged again), `1`/`0`
+  presses each: `down` (cursor), `h` (hide/show children: the loaded rows arranged again), `1`/`0`
   (a status filter: one request and the rows again), `enter` (open the token screen, the token
   fetched and shown) and `escape` (back to the list).
 
