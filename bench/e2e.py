@@ -10,9 +10,10 @@ It also reports what each token cost: CPU milliseconds per token of `serve` and 
 (all supervisors together), from `utime + stime` of `/proc/<pid>/stat` before and after the
 measured run; `database_cpu_ms_per_token`, the same of every `postgres` process on the machine
 (0 on SQLite, which runs inside `serve`; a backend that ends during the run is not counted); and
-`machine_busy`, the share of the machine's CPUs busy during the run. `--observer` polls
-`GET /tokens?limit=1000` and `GET /stats` once a second during the run, as the console's tokens
-screen does, and reports its polls and their p50/max time.
+`machine_busy`, the share of the machine's CPUs busy during the run. `--observer` makes the
+console's tokens screen's refresh (`console_poll.refresh`: `/health`, `/stats`,
+`/inbox?limit=100` beside `/tokens?limit=100`) once a second during the run, and reports its
+polls and their p50/max time.
 
 `--replicas N` (Postgres, spec 85): N control plane processes on the one database, the holder
 and N-1 `serve --replica`; the starts are spread across them, each supervisor gets every URL
@@ -30,6 +31,7 @@ Usage: `python bench/e2e.py [--tokens N] [--db sqlite|postgres] [--supervisors N
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 import threading
 import time
@@ -37,16 +39,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # after the path is set
+import console_poll
+
+from stateous.client import ClientError
+from stateous.tui.api import ControlPlane
 
 
 class Observer:
-    """Polls like the console's tokens screen: the 1,000 most recent tokens and the stats, once
-    a second, until stopped; keeps each poll's time."""
+    """Polls like the console's tokens screen (its refresh, once a second) until stopped; keeps
+    each poll's time."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -64,18 +68,23 @@ class Observer:
         self._thread.join()
 
     def _loop(self) -> None:
-        with httpx.Client(base_url=self.url, timeout=60) as http:
+        asyncio.run(self._watch())
+
+    async def _watch(self) -> None:
+        async with ControlPlane(self.url, timeout=60) as plane:
             while not self._stop.is_set():
                 began = time.perf_counter()
-                for path in ("/tokens?limit=1000", "/stats"):
-                    answer = http.get(path)
-                    if answer.status_code != 200:
-                        self.failures.append(f"{path}: {answer.status_code}")
+                try:
+                    await console_poll.refresh(plane)
+                except ClientError as error:
+                    self.failures.append(str(error))
                 self.polls.append((time.perf_counter() - began) * 1000)
-                self._stop.wait(max(0.0, 1.0 - (time.perf_counter() - began)))
+                await asyncio.to_thread(
+                    self._stop.wait, max(0.0, 1.0 - (time.perf_counter() - began))
+                )
 
     def figures(self) -> dict[str, Any]:
-        """The observer's polls, and the p50/max of one poll (both requests), in ms."""
+        """The observer's polls, and the p50/max of one poll (every request of it), in ms."""
         if self.failures:
             raise SystemExit(f"error: {len(self.failures)} poll(s) failed, e.g. {self.failures[0]}")
         return {

@@ -19,11 +19,11 @@ from collections.abc import Callable
 from typing import Any
 
 import common
+import console_poll
 import httpx
 import million
 
-from stateous.tui.api import PAGE, ControlPlane
-from stateous.tui.widgets.status_bar import INBOX_LIMIT
+from stateous.tui.api import ControlPlane
 
 WARM = 3
 
@@ -105,21 +105,13 @@ def why_paths(shape: million.Shape) -> Callable[[int], str]:
 
 
 async def console_refresh(url: str, n: int) -> dict[str, Any]:
-    """One refresh of the console's tokens screen, as the console makes it with its own client
-    and its own limits: the app's poll (`/health`, `/stats`, `/inbox?limit=100`, one after the
-    other; `/workflow` only when the checksum changed, so not here) beside the screen's listing
-    with its first page only loaded (`/tokens?limit=100`, the page the operator has not scrolled
-    past); the time until both are answered."""
+    """One refresh of the console's tokens screen (`console_poll.refresh`), `n` times: the time
+    until its requests are answered."""
     async with ControlPlane(url, timeout=60) as plane:
-
-        async def poll() -> None:
-            await plane.health()
-            await plane.stats()
-            await plane.inbox(limit=INBOX_LIMIT)
 
         async def once() -> float:
             began = time.perf_counter()
-            await asyncio.gather(poll(), plane.token_page(limit=PAGE))
+            await console_poll.refresh(plane)
             return (time.perf_counter() - began) * 1000
 
         for _ in range(WARM):
