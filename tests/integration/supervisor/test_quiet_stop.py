@@ -97,6 +97,11 @@ def test_the_log_level_sets_what_a_supervisor_logs(plane: ServeProcess, tmp_path
             if level != "warning":  # else no line says it has started: the token waits
                 running.wait_for(" serves ")
             run_token(plane.url, token)
+            if level == "debug":
+                # The token completes when the plane applies the report, a moment before the
+                # supervisor reads the plane's answer and logs it: a stop signalled in between
+                # would log its line first.
+                running.wait_for("reported stuck")
         finally:
             assert running.stop() == 0
         seen[str(level)] = running.messages()

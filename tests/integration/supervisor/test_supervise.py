@@ -14,7 +14,14 @@ import httpx
 import pytest
 
 from tests.integration.supervisor.procs import history, init_folder, wait_until
-from tests.support import ServeProcess, free_port, serve_process, sqlite_url, start_supervise
+from tests.support import (
+    ServeProcess,
+    Supervise,
+    free_port,
+    serve_process,
+    sqlite_url,
+    start_supervise,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "unit" / "supervisor" / "data"
 
@@ -103,6 +110,16 @@ def outbox_rows(folder: Path) -> list[tuple[object, ...]]:
         conn.close()
 
 
+def all_reports_logged(url: str, running: Supervise, name: str) -> bool:
+    """Whether the supervisor logged a `reported` line for each report the plane applied to
+    the token `name` (each `task_done` or `task_failed` of its history)."""
+    applied = [
+        line for line in history(url, name) if line.startswith(("task_done ", "task_failed "))
+    ]
+    logged = [m for m in running.messages() if f" of {name}: reported " in m]
+    return len(logged) == len(applied)
+
+
 def test_routines_notes_memory_and_failures(plane: ServeProcess, tmp_path: Path) -> None:
     folder = make_folder(tmp_path, plane.url)
     running = start_supervise(folder)
@@ -114,6 +131,9 @@ def test_routines_notes_memory_and_failures(plane: ServeProcess, tmp_path: Path)
         start(plane.url, "T-RAISE", "raise")
         for name in ("T-NOTES", "T-WRONG", "T-BAD", "T-RAISE"):
             wait_until(lambda n=name: token(plane.url, n)["status"] != "active", what=name)
+            # A token ends when the plane applies its last report, a moment before the
+            # supervisor reads the answer and logs it: wait for the lines before the stop.
+            wait_until(lambda n=name: all_reports_logged(plane.url, running, n), what=name)
         status = json.loads((folder / ".stateous" / "status.json").read_text())
         assert status["name"] == "build-box-1" and isinstance(status["pid"], int)
     finally:
