@@ -32,16 +32,22 @@ class ChaosProxy:
     _ready: threading.Event = field(default_factory=threading.Event)
     _stop: asyncio.Event | None = None
     _connections: int = 0
+    _thread: threading.Thread | None = None
+    _open: set[asyncio.StreamWriter] = field(default_factory=set)
 
     def start(self) -> None:
         """Listen in a daemon thread; `port` is set when this returns."""
-        threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True).start()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
+        self._thread.start()
         assert self._ready.wait(10), "the proxy did not start"
 
     def close(self) -> None:
-        """Stop listening and cut every connection."""
+        """Stop listening and cut every connection; when this returns, every socket of the
+        proxy is closed (one left to the garbage collector would warn in a later test)."""
         if self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
+        if self._thread is not None:
+            self._thread.join(10)
 
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -52,9 +58,21 @@ class ChaosProxy:
         self._ready.set()
         async with server:
             await self._stop.wait()
+            # A writer with unsent bytes closes only once they are sent: abort each at once.
+            for writer in list(self._open):
+                writer.transport.abort()
 
     async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         self._connections += 1
+        self._open.add(client_w)
+        try:
+            await self._forward(client_r, client_w)
+        finally:
+            self._open.discard(client_w)
+
+    async def _forward(
+        self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter
+    ) -> None:
         if self._connections % self.every == 0 or self._pick.random() < self.drop:
             self.faults["drop"] += 1
             client_w.close()
@@ -64,12 +82,16 @@ class ChaosProxy:
         except OSError:
             client_w.close()
             return
+        self._open.add(up_w)
         both = [client_w, up_w]
-        await asyncio.gather(
-            self._pipe(client_r, up_w, both, answers=False),
-            self._pipe(up_r, client_w, both, answers=True),
-            return_exceptions=True,
-        )
+        try:
+            await asyncio.gather(
+                self._pipe(client_r, up_w, both, answers=False),
+                self._pipe(up_r, client_w, both, answers=True),
+                return_exceptions=True,
+            )
+        finally:
+            self._open.discard(up_w)
 
     async def _pipe(
         self,
