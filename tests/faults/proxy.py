@@ -33,7 +33,7 @@ class ChaosProxy:
     _stop: asyncio.Event | None = None
     _connections: int = 0
     _thread: threading.Thread | None = None
-    _open: set[asyncio.StreamWriter] = field(default_factory=set)
+    _open: list[asyncio.StreamWriter] = field(default_factory=list)
 
     def start(self) -> None:
         """Listen in a daemon thread; `port` is set when this returns."""
@@ -58,21 +58,14 @@ class ChaosProxy:
         self._ready.set()
         async with server:
             await self._stop.wait()
-            # A writer with unsent bytes closes only once they are sent: abort each at once.
-            for writer in list(self._open):
+            # A closed writer with unsent bytes stays open until they are sent: abort every
+            # writer the proxy made (an abort of one already closed does nothing).
+            for writer in self._open:
                 writer.transport.abort()
 
     async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         self._connections += 1
-        self._open.add(client_w)
-        try:
-            await self._forward(client_r, client_w)
-        finally:
-            self._open.discard(client_w)
-
-    async def _forward(
-        self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter
-    ) -> None:
+        self._open.append(client_w)
         if self._connections % self.every == 0 or self._pick.random() < self.drop:
             self.faults["drop"] += 1
             client_w.close()
@@ -82,16 +75,13 @@ class ChaosProxy:
         except OSError:
             client_w.close()
             return
-        self._open.add(up_w)
+        self._open.append(up_w)
         both = [client_w, up_w]
-        try:
-            await asyncio.gather(
-                self._pipe(client_r, up_w, both, answers=False),
-                self._pipe(up_r, client_w, both, answers=True),
-                return_exceptions=True,
-            )
-        finally:
-            self._open.discard(up_w)
+        await asyncio.gather(
+            self._pipe(client_r, up_w, both, answers=False),
+            self._pipe(up_r, client_w, both, answers=True),
+            return_exceptions=True,
+        )
 
     async def _pipe(
         self,
