@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import re
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
-from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from stateous.control.store import migrate
 from stateous.control.store.db import Store, make_engine
 from tests.support import serve_process
 from tests.support.graphs import ORDERS, SDLC, graph_text, variant, write_graph
+from tests.support.local_files import rows_in_the_file
 from tests.support.processes import serve_command
 from tests.support.rows import ledger_rows, table_rows, task_rows, token_row
 
@@ -391,17 +390,6 @@ def test_requests_that_are_not_http_get_the_envelope(tmp_path: Path) -> None:
     assert answers[1].endswith(b'"code":"bad_request"}')
 
 
-def _tokens_in_the_file(path: Path) -> int | None:
-    """Tokens the SQLite database file itself holds (its WAL ignored), or None while a
-    checkpoint writes the file: an immutable read takes no lock, so it may meet a page half
-    written ("database disk image is malformed")."""
-    try:
-        with closing(sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)) as db:
-            return int(db.execute("SELECT count(*) FROM tokens").fetchone()[0])
-    except sqlite3.DatabaseError:
-        return None
-
-
 def test_serve_copies_the_wal_into_the_file_beside_its_commits(tmp_path: Path) -> None:
     # The commits leave their pages in the WAL (the backstop is 10,000 pages); the checkpoint
     # task copies them within its interval, and a kill afterwards loses nothing either way.
@@ -414,7 +402,7 @@ def test_serve_copies_the_wal_into_the_file_beside_its_commits(tmp_path: Path) -
             )
             assert answer.status_code == 201, answer.text
         deadline = time.monotonic() + 10
-        while (seen := _tokens_in_the_file(path)) != 3 and time.monotonic() < deadline:
+        while (seen := rows_in_the_file(path, "tokens")) != 3 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert seen == 3
         answer = httpx.post(

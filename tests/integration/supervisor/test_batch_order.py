@@ -31,6 +31,7 @@ from tests.integration.supervisor.procs import (
     routine_folder,
 )
 from tests.support import ServeProcess
+from tests.support.local_files import stateous_messages
 from tests.support.sending import send_settled
 
 BUSY = {"error": "the database cannot take this request now; try again", "code": "database_busy"}
@@ -169,6 +170,6 @@ async def test_a_busy_message_keeps_its_grants_later_messages_behind_it(
         "completed {}",
     ]
     assert after_claim(plane.url, "T-2") == ['note {"task": 2, "text": "other"}']
-    lines = [r.getMessage() for r in caplog.records if r.name.startswith("stateous")]
+    lines = stateous_messages(caplog.records)
     assert lines[-1] == "task 1 of T-1: reported stuck"
     assert any("database_busy" in line and "trying again in" in line for line in lines)

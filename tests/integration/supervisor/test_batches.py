@@ -27,6 +27,7 @@ from tests.integration.supervisor.procs import (
     routine_folder,
 )
 from tests.support import ServeProcess
+from tests.support.local_files import stateous_messages
 from tests.support.sending import send_settled
 
 ROUTINE = """
@@ -137,7 +138,7 @@ async def test_a_refused_message_in_the_middle_of_a_batch_answers_alone(
     finally:
         await supervisor.remote.aclose()
         outbox.close()
-    lines = [r.getMessage() for r in caplog.records if r.name.startswith("stateous")]
+    lines = stateous_messages(caplog.records)
     assert len(lines) == 3
     assert lines[0].startswith("task 1: the control plane refused a memory: ")
     assert lines[1:] == ["task 1 of T-1: reported stuck", "task 2 of T-2: reported stuck"]

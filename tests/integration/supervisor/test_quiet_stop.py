@@ -25,6 +25,7 @@ from tests.integration.supervisor.procs import (
     wait_until,
 )
 from tests.support import ServeProcess, start_supervise
+from tests.support.local_files import stateous_messages
 
 ROUTINE = """
 from stateous import on_state
@@ -143,7 +144,7 @@ async def test_at_info_the_tasks_of_a_run_show_in_the_line_a_minute_only(
                 assert await running == 0
         finally:
             outbox.close()
-    messages = [r.getMessage() for r in caplog.records if r.name.startswith("stateous")]
+    messages = stateous_messages(caplog.records)
     assert messages[0].startswith("quiet-box serves coding;")
     assert messages[-1] == STOPPING
     lines = messages[1:-1]

@@ -5,8 +5,6 @@ without taking the write lock; the running task does it every interval and stops
 from __future__ import annotations
 
 import asyncio
-import sqlite3
-from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from stateous.control.store import migrate
 from stateous.control.store.db import Store, make_engine
 from stateous.control.store.tables import memory
 from tests.support import sqlite_url
+from tests.support.local_files import rows_in_the_file
 
 
 def _store(tmp_path: Path) -> Store:
@@ -33,20 +32,9 @@ def _write(store: Store, count: int, token: str = "T-1") -> None:
         conn.execute(insert(memory), rows)
 
 
-def _in_the_file(tmp_path: Path) -> int:
+def _in_the_file(tmp_path: Path) -> int | None:
     """The memory rows the database file itself holds (its WAL ignored)."""
-    path = tmp_path / "stateous.db"
-    with closing(sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)) as db:
-        return int(db.execute("SELECT count(*) FROM memory").fetchone()[0])
-
-
-def _settled_in_the_file(tmp_path: Path) -> int | None:
-    """As `_in_the_file`, or None while a checkpoint writes the file: an immutable read takes no
-    lock, so it may meet a page half written ("database disk image is malformed")."""
-    try:
-        return _in_the_file(tmp_path)
-    except sqlite3.DatabaseError:
-        return None
+    return rows_in_the_file(tmp_path / "stateous.db", "memory")
 
 
 def test_a_commit_leaves_its_pages_in_the_wal_and_a_checkpoint_copies_them(
@@ -108,7 +96,7 @@ async def test_the_task_checkpoints_every_interval_until_stopped(tmp_path: Path)
     try:
         await asyncio.to_thread(_write, store, 300)
         for _ in range(100):
-            if _settled_in_the_file(tmp_path) == 300:
+            if _in_the_file(tmp_path) == 300:
                 break
             await asyncio.sleep(0.02)
         assert _in_the_file(tmp_path) == 300

@@ -23,6 +23,7 @@ from stateous.control.store.db import Store, make_engine
 from stateous.control.ticker import Ticker, TickResult
 from stateous.control.wakeups import Wakeups
 from tests.support.databases import backends, postgres_database
+from tests.support.local_files import stateous_messages
 
 T0 = datetime(2026, 10, 16, 20, 49, 8, 725674)
 
@@ -85,9 +86,7 @@ def test_a_replica_takes_the_hold_when_the_holder_gives_it_up(
             with caplog.at_level(logging.INFO, logger="stateous.hold"):
                 assert replica.renew() is True
             assert (replica.holding, replica.role, taken) == (True, "holder", ["x"])
-            assert [r.getMessage() for r in caplog.records if r.name.startswith("stateous")] == [
-                TOOK
-            ]
+            assert stateous_messages(caplog.records) == [TOOK]
             with replica_store.begin() as conn:
                 row = read_control_plane(conn)
             assert (row.serving, row.since) == (replica.name, clock.now())

@@ -26,6 +26,7 @@ from stateous.supervisor.grant import grant_from
 from stateous.supervisor.loop import Supervisor, Timings
 from stateous.supervisor.outbox import Outbox
 from stateous.supervisor.remote import Remote
+from tests.support.local_files import stateous_messages
 
 URL = "http://control.test"
 Handler = Callable[[str, dict[str, Any]], Awaitable[httpx.Response]]
@@ -160,11 +161,7 @@ async def test_a_control_plane_without_the_route_gets_one_beat_and_one_log_line(
     with caplog.at_level(logging.INFO, logger="stateous.supervisor"):
         assert await run_for(sup, 0.35) == 0
     assert len(plane.beats) == 1
-    beats = [
-        m
-        for r in caplog.records
-        if r.name.startswith("stateous") and "beat" in (m := r.getMessage())
-    ]
+    beats = [m for m in stateous_messages(caplog.records) if "beat" in m]
     assert beats == [
         "the control plane has no POST /supervisors/beat: this supervisor does not beat"
     ]
@@ -184,11 +181,7 @@ async def test_a_refused_beat_is_logged_once_and_beats_go_on(
         assert await run_for(sup, 0.35) == 0
     assert len(plane.beats) >= 3
     assert plane.beats[-1][1]["stopping"] is True
-    beats = [
-        m
-        for r in caplog.records
-        if r.name.startswith("stateous") and "beat" in (m := r.getMessage())
-    ]
+    beats = [m for m in stateous_messages(caplog.records) if "beat" in m]
     assert beats == ["the control plane refused a beat: a beat's 'host' is a string"]
 
 
@@ -203,11 +196,7 @@ async def test_a_beat_without_answer_is_followed_by_the_next_one(
     with caplog.at_level(logging.INFO, logger="stateous.supervisor"):
         assert await run_for(sup, 0.35) == 0
     assert len(plane.beats) >= 3
-    assert [
-        m
-        for r in caplog.records
-        if r.name.startswith("stateous") and "beat" in (m := r.getMessage())
-    ] == []
+    assert [m for m in stateous_messages(caplog.records) if "beat" in m] == []
 
 
 def test_the_interval_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
