@@ -1,5 +1,5 @@
-"""`stateous init supervisor SOURCE FOLDER [--stateous-path PATH] [--checksum sha256:…]` (spec 40
-§2, spec 90 §4)."""
+"""`stateous init supervisor SOURCE FOLDER [--stateous-path PATH] [--checksum sha256:…]`: write a
+supervisor's folder for one version of the workflow."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ class InitError(StateousError):
     "--checksum",
     default=None,
     metavar="sha256:…",
-    help="The version to write the folder for, from a control plane's URL (spec 90 §4); "
+    help="The version to write the folder for, from a control plane's URL; "
     "default: the version new tokens start on.",
 )
 def init_supervisor_command(
@@ -235,13 +235,13 @@ def _toml_string(text: str) -> str:
 
 
 def project_name(folder: Path) -> str:
-    """The project name of a supervisor's folder (spec 40 §2.7)."""
+    """The project name of a supervisor's folder."""
     name = re.sub(r"[^A-Za-z0-9._-]", "-", folder.resolve().name).strip("._-")
     return name or "supervisor"
 
 
 def pyproject_text(folder: Path, checkout: str | None) -> str:
-    """The text of a new `pyproject.toml` for the folder (spec 40 §2.7)."""
+    """The text of a new `pyproject.toml` for the folder."""
     return project_file_text(folder, checkout, command="init supervisor", imports="your routines")
 
 

@@ -1,4 +1,4 @@
-"""The control plane's figures for `GET /metrics` (spec 70 §3), on a registry of its own.
+"""The control plane's figures for `GET /metrics`, on a registry of its own.
 
 Counters and the latency histogram are kept as requests and clock work happen; the figures
 about rows (tokens and tasks by status, the queue) are read from the database when scraped,
@@ -69,14 +69,14 @@ class _RowFigures(Collector):
             value=age,
         )
         supervisors = GaugeMetricFamily(
-            "stateous_supervisors", "Supervisors by status (spec 80 §5).", labels=["status"]
+            "stateous_supervisors", "Supervisors by status.", labels=["status"]
         )
         for status, count in figures.supervisors.items():
             supervisors.add_metric([status], count)
         yield supervisors
         live = GaugeMetricFamily(
             "stateous_tokens_live",
-            "Active and paused top tokens by structure (spec 90 §3).",
+            "Active and paused top tokens by structure.",
             labels=["structure"],
         )
         for structure, count in sorted(figures.live.items()):

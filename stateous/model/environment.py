@@ -71,11 +71,11 @@ class Environment:
         "`--url` is not given; several separated by commas.",
     )
     auth_token: str | None = _word(
-        meaning="The bearer token (spec 70 §5): what `serve` accepts when no "
+        meaning="The bearer token: what `serve` accepts when no "
         "`--auth-token-file` is given, and what `supervise`, `token` and `console` send.",
     )
     actor: str | None = _word(
-        meaning="Who acts, for the history and the audit (spec 80 §1); the console's default "
+        meaning="Who acts, for the history and the audit; the console's default "
         "is the login name and host.",
     )
     lease_seconds: float = _seconds(
@@ -103,10 +103,10 @@ class Environment:
         3600.0, meaning="`serve --retain`: between two log lines of what it pruned."
     )
     supervisor_stale_seconds: float = _seconds(
-        30.0, meaning="`serve`: a supervisor silent for this long is `stale` (spec 80 §5)."
+        30.0, meaning="`serve`: a supervisor silent for this long is `stale`."
     )
     supervisor_gone_seconds: float = _seconds(
-        120.0, meaning="`serve`: a supervisor silent for this long is `gone` (spec 80 §5)."
+        120.0, meaning="`serve`: a supervisor silent for this long is `gone`."
     )
     supervisor_heartbeat: float = _seconds(
         30.0,
@@ -120,10 +120,10 @@ class Environment:
         30.0, meaning="`supervise`: the longest wait between two tries of a call."
     )
     supervisor_wait: float = _seconds(
-        10.0, zero=True, meaning="`supervise`: a claim's long-poll wait (spec 70 §2); 0: none."
+        10.0, zero=True, meaning="`supervise`: a claim's long-poll wait; 0: none."
     )
     supervisor_beat: float = _seconds(
-        10.0, meaning="`supervise`: between two beats of the supervisor (spec 80 §5)."
+        10.0, meaning="`supervise`: between two beats of the supervisor."
     )
     debug_point: str | None = _text(
         meaning="`supervise`: the named crash point that kills the process (SIGKILL), for "

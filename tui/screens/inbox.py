@@ -28,7 +28,9 @@ COLUMNS = (
     ("events", "events"),
 )
 EMPTY = "No token waits for a person."
-NO_INBOX = "This control plane has no inbox: it is older than spec 80 §6."
+NO_INBOX = (
+    "This control plane has no inbox (it answers 404 to GET /inbox): upgrade it to see the inbox."
+)
 HINT = "enter: answer the token under the cursor (the fire form)"
 MORE = "the {} longest waiting shown; more wait (inbox {}+)"
 """Said beside the hint when the app's poll read one page and more follow."""

@@ -1,6 +1,6 @@
-"""The repair keys (spec 80 §3): `R` retries a failed token after a confirmation, `m` moves a
+"""The repair keys: `R` retries a failed token after a confirmation, `m` moves a
 token to a state chosen from the list of its workflow's states, `M` migrates it to the current
-version (spec 90 §5, `migrate.py`); each takes an optional reason."""
+version (`migrate.py`); each takes an optional reason."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ REPAIR_BINDINGS = with_read_only(
     [
         Binding("R", "retry", "Retry"),
         Binding("m", "move", "Move"),
-        Binding("M", "migrate", "Migrate", tooltip="migrate to the current version (spec 90)"),
+        Binding("M", "migrate", "Migrate", tooltip="migrate to the current version"),
     ]
 )
 
@@ -47,7 +47,7 @@ class MoveScreen(ModalScreen[str | None]):
         self.token = token
         self.states = states
         self.reason_text = ""
-        """The text of the reason field when a state was chosen (spec 80 §1)."""
+        """The text of the reason field when a state was chosen."""
 
     def compose(self) -> ComposeResult:
         """The question, the keys, the list of states (the token's own marked), the reason."""

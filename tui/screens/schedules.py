@@ -27,7 +27,7 @@ COLUMNS = (
 )
 HINT = "p: pause, r: resume the schedule under the cursor (stateous schedule add makes one)"
 EMPTY = "No schedule: stateous schedule add NAME --cron '0 9 * * 1-5' makes one."
-NO_SCHEDULES = "This control plane has no schedules: it is older than spec 97."
+NO_SCHEDULES = "This control plane has no schedules (it answers 404 to GET /schedules): upgrade it to use them."
 
 
 def schedule_row(schedule: dict[str, Any]) -> list[Text]:

@@ -25,7 +25,7 @@ COLUMNS = (
     ("first served", "first"),
     ("live tokens", "live"),
 )
-NONE = "No version on record: this control plane is older than versions (spec 90)."
+NONE = "No version on record: this control plane is older than versions; upgrade it to see them."
 
 
 def version_row(row: Mapping[str, Any]) -> list[Text]:

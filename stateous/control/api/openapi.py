@@ -1,6 +1,6 @@
-"""The API's OpenAPI document at `GET /schema/openapi.json` (spec 70 §4): Litestar's generator,
+"""The API's OpenAPI document at `GET /schema/openapi.json`: Litestar's generator,
 completed on first request by stateous.control.api.openapi_document with the bodies and answers
-of spec 20 and 70 and the refusal envelope.
+of every route and the refusal envelope.
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ def config() -> OpenAPIConfig:
     return OpenAPIConfig(
         title="Stateous control plane",
         version="1",
-        description="The HTTP API of spec 20, with the extensions of spec 70.",
+        description=(
+            "The HTTP API of the Stateous control plane: tokens, tasks, the operator's routes "
+            "and the refusal envelope."
+        ),
         path="/schema",
         render_plugins=[JsonRenderPlugin(media_type=MediaType.JSON)],
     )

@@ -1,4 +1,4 @@
-"""The bodies and answers of the OpenAPI document (spec 70 §4), as pydantic models, and
+"""The bodies and answers of the OpenAPI document, as pydantic models, and
 `document(app)`, which completes Litestar's generated document with them.
 
 Litestar's generator lists every route with its path parameters; the handlers read raw bodies
@@ -32,7 +32,7 @@ class _Open(BaseModel):
 
 
 class Token(_Open):
-    """The token object (spec 20 §1.3); `parent` only on a child token."""
+    """The token object; `parent` only on a child token."""
 
     token: str
     state: str
@@ -44,7 +44,7 @@ class Token(_Open):
     structure: str = Field(default="", description="The structure the token runs on (sha256:…).")
     trace_id: str = Field(
         default="",
-        description="`GET /tokens/{id}` only, on a token with a trace (spec 97 §2): its trace id.",
+        description="`GET /tokens/{id}` only, on a token with a trace: its trace id.",
     )
 
 
@@ -81,7 +81,7 @@ def _from_wire(name: str, wire: type, doc: str, nested: dict[type, type[BaseMode
 EnteredBy = _from_wire(
     "EnteredBy", EnteredByWire, "The event that moved the token into the state.", {}
 )
-Grant = _from_wire("Grant", GrantWire, "A claimed task (spec 20 §1.6).", {EnteredByWire: EnteredBy})
+Grant = _from_wire("Grant", GrantWire, "A claimed task.", {EnteredByWire: EnteredBy})
 
 
 class Lost(_Open):
@@ -92,7 +92,7 @@ class Lost(_Open):
 
 class Health(_Open):
     """The served workflow, the graph file's checksum and this control plane's role; with
-    authentication on and a valid token, what that token may do (spec 97 §3)."""
+    authentication on and a valid token, what that token may do."""
 
     workflow: str
     checksum: str
@@ -101,7 +101,7 @@ class Health(_Open):
 
 
 class Version(_Open):
-    """A version on record (spec 90 §3); `live` counts a structure's live top tokens once."""
+    """A version on record; `live` counts a structure's live top tokens once."""
 
     checksum: str
     structure: str
@@ -111,14 +111,14 @@ class Version(_Open):
 
 
 class Refusal(_Open):
-    """Every refusal: a sentence for people and a stable code for programs (spec 20 §1.7)."""
+    """Every refusal: a sentence for people and a stable code for programs."""
 
     error: str
     code: str
 
 
 class TaskRow(_Open):
-    """A task, as the operators' routes show it (spec 70 §1)."""
+    """A task, as the operators' routes show it."""
 
     task: int
     token: str
@@ -132,7 +132,7 @@ class TaskRow(_Open):
 
 
 class TimerRow(_Open):
-    """A timer of a token (spec 70 §1)."""
+    """A timer of a token."""
 
     id: int
     state: str
@@ -145,7 +145,7 @@ class TimerRow(_Open):
 
 
 class MemoryRow(_Open):
-    """A memory row of a token (spec 70 §1)."""
+    """A memory row of a token."""
 
     state: str
     key: str
@@ -153,7 +153,7 @@ class MemoryRow(_Open):
 
 
 class Stats(_Open):
-    """Counts by status and state (spec 70 §1)."""
+    """Counts by status and state."""
 
     tokens: dict[str, int]
     states: dict[str, dict[str, int]]
@@ -180,10 +180,8 @@ class ClaimBody(BaseModel):
     supervisor: str = Field(min_length=1, max_length=256)
     states: list[str] = Field(max_length=1000)
     request: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._-]{1,64}$")
-    wait: float = Field(default=0, ge=0, le=60, description="Long-poll seconds (spec 70 §2).")
-    max: int | None = Field(
-        default=None, ge=1, le=64, description="Claim up to this many tasks (spec 75 §1)."
-    )
+    wait: float = Field(default=0, ge=0, le=60, description="Long-poll seconds.")
+    max: int | None = Field(default=None, ge=1, le=64, description="Claim up to this many tasks.")
 
 
 class HeartbeatBody(BaseModel):
@@ -230,7 +228,7 @@ class MemoryBody(BaseModel):
 
 
 class Grants(_Open):
-    """The answer of a claim with `max` (spec 75 §1)."""
+    """The answer of a claim with `max`."""
 
     grants: list[Grant]  # type: ignore[valid-type]  # a model made by create_model
 
@@ -244,14 +242,14 @@ class Message(BaseModel):
 
 
 class MessagesBody(BaseModel):
-    """`POST /tasks/messages` (spec 75 §2)."""
+    """`POST /tasks/messages`."""
 
     supervisor: str = Field(min_length=1, max_length=256)
     messages: list[Message] = Field(min_length=1, max_length=100)
 
 
 class StartsBody(BaseModel):
-    """`POST /tokens/batch` (spec 75 §3): each start is the body of `POST /tokens`."""
+    """`POST /tokens/batch`: each start is the body of `POST /tokens`."""
 
     tokens: list[StartBody] = Field(min_length=1, max_length=1000)
 
@@ -270,7 +268,7 @@ class Answers(_Open):
 
 
 class BeatBody(BaseModel):
-    """`POST /supervisors/beat` (spec 80 §5)."""
+    """`POST /supervisors/beat`."""
 
     supervisor: str = Field(min_length=1, max_length=256)
     host: str = Field(min_length=1, max_length=256)
@@ -284,12 +282,12 @@ class BeatBody(BaseModel):
     checksum: str | None = Field(
         default=None,
         pattern=r"^sha256:[0-9a-f]{64}$",
-        description="The version the supervisor serves (spec 90 §4); none: the current one",
+        description="The version the supervisor serves; none: the current one",
     )
 
 
 class Supervisor(_Open):
-    """A supervisor as the control plane sees it (spec 80 §5)."""
+    """A supervisor as the control plane sees it."""
 
     supervisor: str
     host: str
@@ -313,7 +311,7 @@ class InboxEvent(_Open):
 
 
 class ControlPlane(_Open):
-    """A live control plane on the database (spec 85 §1)."""
+    """A live control plane on the database."""
 
     name: str
     role: Literal["holder", "replica"]
@@ -322,7 +320,7 @@ class ControlPlane(_Open):
 
 
 class InboxEntry(_Open):
-    """A waiting task of a live token (spec 80 §6)."""
+    """A waiting task of a live token."""
 
     task: int
     token: str
@@ -335,7 +333,7 @@ class InboxEntry(_Open):
 
 
 class By(BaseModel):
-    """Who acts and why (spec 80 §1)."""
+    """Who acts and why."""
 
     actor: str = Field(description="1 to 64 printable characters")
     reason: str = Field(default="", description="0 to 500 characters")
@@ -343,13 +341,13 @@ class By(BaseModel):
 
 
 class RetryBody(BaseModel):
-    """`POST /tokens/{id}/retry` (spec 80 §3)."""
+    """`POST /tokens/{id}/retry`."""
 
     by: By | None = None
 
 
 class MoveBody(BaseModel):
-    """`POST /tokens/{id}/move` (spec 80 §3)."""
+    """`POST /tokens/{id}/move`."""
 
     to: str = Field(description="A state of the token's workflow, not START or END")
     context: dict[str, Any] | None = None
@@ -357,7 +355,7 @@ class MoveBody(BaseModel):
 
 
 class MigrateBody(BaseModel):
-    """`POST /tokens/{id}/migrate` (spec 90 §5); the `Idempotency-Key` header makes it safe to
+    """`POST /tokens/{id}/migrate`; the `Idempotency-Key` header makes it safe to
     send again."""
 
     to: str | None = Field(default=None, description="A checksum on record; default: the current")
@@ -367,13 +365,13 @@ class MigrateBody(BaseModel):
 
 
 class SteerBody(BaseModel):
-    """`POST /tokens/{id}/pause|resume|cancel`: `{}` or absent, or who acts (spec 80 §1)."""
+    """`POST /tokens/{id}/pause|resume|cancel`: `{}` or absent, or who acts."""
 
     by: By | None = None
 
 
 class BulkFilter(BaseModel):
-    """The selection of a bulk job: every part optional, all must hold (spec 80 §2)."""
+    """The selection of a bulk job: every part optional, all must hold."""
 
     status: list[str] | None = None
     state: list[str] | None = None
@@ -386,7 +384,7 @@ class BulkFilter(BaseModel):
 
 
 class BulkBody(BaseModel):
-    """`POST /bulk` (spec 80 §2)."""
+    """`POST /bulk`."""
 
     action: Literal["pause", "resume", "cancel", "fire", "retry", "migrate"]
     filter: BulkFilter | None = None
@@ -401,7 +399,7 @@ class BulkBody(BaseModel):
 
 class BulkPreview(_Open):
     """A dry run: how many match, and the first 50 ids, oldest first; a migrate's adds the
-    refusals by code and the first 5 ids of each (spec 90 §5)."""
+    refusals by code and the first 5 ids of each."""
 
     matched: int
     tokens: list[str]
@@ -433,7 +431,7 @@ class BulkJob(_Open):
 
 
 class Act(_Open):
-    """One operator act of `GET /audit` (spec 80 §1)."""
+    """One operator act of `GET /audit`."""
 
     token: str
     seq: int
@@ -446,7 +444,7 @@ class Act(_Open):
 
 
 class ExportEntry(_Open):
-    """One exported token (spec 95 §2): the token, its history, its children's entries."""
+    """One exported token: the token, its history, its children's entries."""
 
     token: Token
     history: list[HistoryEntry]
@@ -461,7 +459,7 @@ class ExportPage(_Open):
 
 
 class PruneBody(BaseModel):
-    """`POST /prune` (spec 95 §2)."""
+    """`POST /prune`."""
 
     tokens: list[str] = Field(description="1 to 1000 token ids")
     ended_before: str = Field(description="ISO 8601: prune only tokens that ended before it")
@@ -476,7 +474,7 @@ class Pruned(_Open):
 
 
 class ScheduleBody(BaseModel):
-    """`POST /schedules` (spec 97 §1)."""
+    """`POST /schedules`."""
 
     name: str = Field(pattern="^[a-z0-9-]{1,64}$")
     cron: str = Field(description="5 fields: minute hour day-of-month month day-of-week")
@@ -502,7 +500,7 @@ class ScheduleReplaceBody(BaseModel):
 
 
 class CronSchedule(_Open):
-    """A schedule (spec 97 §1); `next_at` is null while it is paused."""
+    """A schedule; `next_at` is null while it is paused."""
 
     name: str
     cron: str
@@ -517,7 +515,7 @@ class CronSchedule(_Open):
 
 
 class Finding(_Open):
-    """One reason a token is not moving (spec 80 §4)."""
+    """One reason a token is not moving."""
 
     code: Literal[
         "ended", "paused", "no_supervisor", "queued_behind", "claimed", "supervisor_gone",
@@ -631,7 +629,7 @@ QUERIES: dict[str, list[tuple[str, str]]] = {
     "/tokens": [("status", "One of the token statuses"), ("parent", "A parent's id"),
                 ("structure", "A structure (sha256:…)"), ("state", "A state"),
                 ("prefix", "The start of the token ids"),
-                ("context.KEY", "A search key's value as JSON (spec 95 §1); several keys "
+                ("context.KEY", "A search key's value as JSON; several keys "
                  "must all hold"),
                 ("limit", "1 to 1000, default 100"), _AFTER],
     "/tasks": [("status", "One of the task statuses"), ("token", "A token id"),
