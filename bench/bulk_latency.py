@@ -1,4 +1,4 @@
-"""Claims and reports while a bulk job runs (spec 80 §2): the p95 of each, without and with a job.
+"""Claims and reports while a bulk job runs: the p95 of each, without and with a job.
 
 A real `stateous serve` of the `orders` starter from a fresh folder. `--bulk N` tokens (10,000 by
 default) wait in `draft` with the context `{"group": "bulk"}`; `--live` more are fired on to

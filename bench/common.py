@@ -257,7 +257,7 @@ class Process:
 def start_serve(folder: Path, db_url: str, *, replica: int = 0) -> Process:
     """`stateous serve orders/build/orders.json` on a free port; waits until it answers.
 
-    `replica` N > 0: the N-th `--replica` (spec 85), logging to `serve-replica-N.log`.
+    `replica` N > 0: the N-th `--replica`, logging to `serve-replica-N.log`.
     """
     log = folder / (f"serve-replica-{replica}.log" if replica else "serve.log")
     try:

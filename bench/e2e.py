@@ -15,7 +15,7 @@ console's tokens screen's refresh (`console_poll.refresh`: `/health`, `/stats`,
 `/inbox?limit=100` beside `/tokens?limit=100`) once a second during the run, and reports its
 polls and their p50/max time.
 
-`--replicas N` (Postgres, spec 85): N control plane processes on the one database, the holder
+`--replicas N` (Postgres): N control plane processes on the one database, the holder
 and N-1 `serve --replica`; the starts are spread across them, each supervisor gets every URL
 (each in another order, so their claims spread too), and the CPU per token is reported for each
 process (`serve_cpu_ms_per_token_each`, the holder first) and in total (`serve_cpu_ms_per_token`).

@@ -4,7 +4,7 @@ Real `stateous serve` and `stateous supervise` processes (routines that return a
 fresh folder; 50 tokens, each started only after the one before completed and a short pause,
 so the system is idle when each starts. The latency is the `completed` row's time (read from the
 ledger) minus the wall-clock time just before the request was sent (one machine, one clock).
-`--replicas N` (Postgres, spec 85 §2): N control plane processes on the one database (the holder
+`--replicas N` (Postgres): N control plane processes on the one database (the holder
 and N-1 replicas). The run is measured twice: first the supervisor and the starts both on the
 holder (the single-process figure, `p50_ms`), then the supervisor's claims held by the last
 replica while the starts are answered by the holder (`replica_p50_ms`, `replica_p95_ms`), so

@@ -1,5 +1,6 @@
-"""The database of spec 95 §3: a million ended `orders` tokens and a hundred thousand live ones,
-their rows built here, in the shapes the engine writes them (spec 30's ledger rows).
+"""The database of a million tokens (docs/performance.md): a million ended `orders` tokens and a
+hundred thousand live ones, their rows built here, in the shapes the engine writes them (the
+same ledger rows, byte for byte).
 
 The shape (`Shape`, every count scales):
 
@@ -28,7 +29,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 #: Appended to the starter's flow.py: the bench workflow searches its tokens by `title`.
-SEARCH = '\n# bench: find tokens by their title (spec 95 §1).\nflow.search("title")\n'
+SEARCH = '\n# bench: find tokens by their title.\nflow.search("title")\n'
 
 #: Appended after SEARCH for the other version that the queued live tokens run on.
 WITHDRAWN = """
@@ -37,7 +38,7 @@ withdrawn = flow.event("withdrawn")
 flow.transition(draft, END, on=withdrawn)
 """
 
-#: Who paused or cancelled a token (spec 80 §1's `by`, in the order the API writes it).
+#: Who paused or cancelled a token (the rows' `by`, in the order the API writes it).
 BY = {"actor": "alice", "reason": "the customer asked", "via": "console"}
 
 # The `data` of the ledger rows, as the JSON text the store writes (json.dumps): the constant
@@ -74,7 +75,8 @@ def _note(task: int, text: str) -> str:
 
 @dataclass(frozen=True)
 class Shape:
-    """How many tokens of each kind (spec 95 §3's figures by default)."""
+    """How many tokens of each kind (by default the documented million: 1,000,000 ended, 100,000
+    live, 20,000 of them waiting, 10,000 with pending timers)."""
 
     ended: int = 1_000_000
     live: int = 100_000
@@ -92,7 +94,7 @@ class Shape:
 
     @classmethod
     def scaled(cls, ended: int, live: int) -> Shape:
-        """The spec's proportions for `ended` and `live` tokens."""
+        """The default shape's proportions for `ended` and `live` tokens."""
         return cls(
             ended=ended,
             live=live,
@@ -363,7 +365,7 @@ class Builder:
 
     @staticmethod
     def _started(at: Any, value: str, draft: int) -> list[tuple[Any, str, str]]:
-        """The four rows of a start into `draft` (spec 30 §3.1); `value` the title's JSON."""
+        """The four rows of a start into `draft`; `value` the title's JSON."""
         return [
             (at, "started", f'{{"context": {{"title": {value}, "verdict": null}}}}'),
             (at, "event_accepted", STARTED_EVENT),

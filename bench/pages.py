@@ -1,4 +1,4 @@
-"""The listings' pages at a million tokens (spec 95 §3): `GET /tokens` with each documented
+"""The listings' pages at a million tokens: `GET /tokens` with each documented
 filter and its next page (keyset), `GET /inbox`, `GET /audit`, `GET /tasks`, `GET /bulk`, p95 of
 `--requests` requests each against a real `stateous serve`.
 
@@ -49,7 +49,7 @@ NOW = datetime(2026, 11, 1)
 
 
 def searched() -> dict[str, Any]:
-    """The orders graph with a `customer` text searched by (spec 95 §1)."""
+    """The orders graph with a `customer` text declared as a search key."""
     doc = variant(ORDERS)
     doc["schemas"]["Item"]["properties"]["customer"] = {"type": "string", "default": "acme"}
     doc["search"] = ["customer"]

@@ -1,9 +1,9 @@
 """Fill a database with `orders` tokens and their ledgers, fast, through the store's tables.
 
-`preload`: completed tokens (SQLAlchemy Core bulk inserts in large transactions), the rows of
-spec 20 §3.8 per token. `write_shape`: the million of spec 95 §3 (`million.Shape`), its rows
-inserted through the driver (SQLite: `executemany` in transactions of 20,000 tokens;
-Postgres: `COPY`), with the database's own triggers in place, so what the triggers keep (the
+`preload`: completed tokens (SQLAlchemy Core bulk inserts in large transactions), each with the
+14 rows a completed token has (docs/data.md). `write_shape`: the million tokens of
+docs/performance.md (`million.Shape`), its rows inserted through the driver (SQLite:
+`executemany` in transactions of 20,000 tokens; Postgres: `COPY`), with the database's own triggers in place, so what the triggers keep (the
 counts of `GET /stats`) stays true.
 
 The schema is made by the store's own migration first, and the graphs are recorded as serve
@@ -37,7 +37,7 @@ BATCH = 5000
 
 
 def ledger_rows(token: str, draft: int, review: int, at: datetime) -> list[dict[str, Any]]:
-    """The 14 ledger rows of one completed token (spec 20 §3.8)."""
+    """The 14 ledger rows of one completed token."""
     a, b, c, d = (
         at,
         at + timedelta(milliseconds=5),

@@ -1,4 +1,4 @@
-"""SQLite at steady state under `serve --retain` (spec 95 §2): the file stops growing.
+"""SQLite at steady state under `serve --retain`: the file stops growing.
 
 One `stateous serve --retain 1s` of the `orders` starter on a new SQLite file and one supervisor;
 `--cycles` times (5): start `--tokens` tokens, wait until the supervisor completed them all and

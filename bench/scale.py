@@ -1,5 +1,5 @@
-"""The figures of spec 95 §3 with a million ended tokens and a hundred thousand live ones in the
-database, one JSON line each.
+"""The figures of docs/performance.md's "A million tokens" with a million ended tokens and a hundred
+thousand live ones in the database, one JSON line each.
 
 The preload (`million.py`'s shape, written by `preload.write_shape` through the store's
 tables) is made once and kept (`million_db.py`: a file, or a Postgres database, named by a
@@ -46,7 +46,7 @@ import scale_reads
 
 from stateous.model.graph import read_graph_file
 
-#: The bounds of spec 95 §3, by figure.
+#: The documented bounds (docs/performance.md), by figure.
 BOUNDS = {
     "e2e_ratio": ">= 0.8",
     "stats": "p95 <= 20 ms",

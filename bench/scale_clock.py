@@ -1,5 +1,5 @@
-"""The clock's tick on the preloaded database (spec 95 §3: ≤ 20 ms of the holder's CPU a tick
-with 10,000 pending timers), measured two ways:
+"""The clock's tick on the preloaded database (the documented bound: ≤ 20 ms of the holder's CPU
+a tick with 10,000 pending timers, docs/performance.md), measured two ways:
 
 - `in_process`: the control plane's own `Ticker.tick` (the hold taken as `serve` takes it,
   renewed each tick, the expired leases and the due timers read, none due), run `ticks` times

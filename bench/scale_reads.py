@@ -1,7 +1,7 @@
-"""The read figures of spec 95 §3 against a real `serve` on the preloaded database: the p95 of
-`GET /health` (the floor: a route that reads nothing), of `GET /stats`, of `GET /tokens`
-(limit 100) for each filter and its next page, of `GET /inbox`, `GET /audit`,
-`GET /tokens/{id}/why`, and of one refresh of the console's tokens screen.
+"""The read figures of docs/performance.md against a real `serve` on the preloaded database: the p95
+of `GET /health` (the floor: a route that reads nothing), of `GET /stats`, of `GET /tokens` (limit
+100) for each filter and its next page, of `GET /inbox`, `GET /audit`, `GET /tokens/{id}/why`, and
+of one refresh of the console's tokens screen.
 
 Each request is timed from the client's side (`perf_counter` around the whole exchange on a
 kept-alive connection), one at a time on an otherwise idle control plane, after 3 untimed

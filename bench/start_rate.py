@@ -3,7 +3,7 @@
 Starts `stateous serve` (the orders starter, a fresh database in a temporary folder) as a real
 process with no supervisor, warms up, then starts tokens one after another over one keep-alive
 connection (sequential), then with 8 connections at once (concurrent), then `--batch-tokens`
-more with `POST /tokens/batch` in batches of `--batch-size` over one connection (spec 75 §3),
+more with `POST /tokens/batch` in batches of `--batch-size` over one connection,
 and prints one JSON line (`batch_starts_per_second` null against a control plane without the
 route). Each step also reports the CPU milliseconds per start of `serve` (from `/proc`) and
 of this load generator (`*_serve_cpu_ms`, `*_client_cpu_ms`).

@@ -1,4 +1,4 @@
-"""`GET /stats` on a large database (spec 95 §3): the counts of migration 0013 against the scan
+"""`GET /stats` on a large database: the counts of migration 0013 against the scan
 that `stats()` ran before it.
 
 A fresh database gets `million.Shape.scaled(ended, live)` through `preload.write_shape` (the

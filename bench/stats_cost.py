@@ -1,4 +1,4 @@
-"""What the counting triggers of migration 0013 cost a token (spec 95 §3), on SQLite and Postgres.
+"""What the counting triggers of migration 0013 cost a token, on SQLite and Postgres.
 
 `orders` tokens run through the engine in this process, one transaction a step as `serve` runs
 them (start; claim and submit `draft`; claim and approve `review`), on a fresh database with the

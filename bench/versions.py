@@ -1,7 +1,7 @@
 """Claims beside an older version's queue: e2e of the current version on a database holding
 100,000 queued tasks of an older version, divided by the same on a database without them.
 
-Spec 90 §4: the queue index is (status, structure, state, id), so a claim of the current
+The queue index is (status, structure, state, id) (docs/data.md), so a claim of the current
 version must not wade through the tasks of another. Each database first serves the `orders`
 starter (the older version, OLD); the loaded one then gets `--old` tokens started on it with
 `POST /tokens/batch` (each waits in `draft` with its task queued, since no supervisor of OLD
