@@ -1,5 +1,5 @@
 """`--reason`, `--as`, `token ... --where` and `stateous bulk` as real processes against a real
-`stateous serve` of `sdlc` (spec 80 §1-2)."""
+`stateous serve` of `sdlc`."""
 
 from __future__ import annotations
 

@@ -100,7 +100,7 @@ def test_bash_completion_completes_commands_and_options() -> None:
 def test_a_missing_argument_is_a_usage_error(
     args: tuple[str, ...], usage: str, missing: str
 ) -> None:
-    """Spec 50 §1.3: a syntax mistake prints click's usage on stderr and exits 2, no request."""
+    """A syntax mistake prints click's usage on stderr and exits 2, no request."""
     done = run(*args, env={"STATEOUS_URL": "http://127.0.0.1:9"})
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (

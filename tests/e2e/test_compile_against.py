@@ -1,4 +1,4 @@
-"""`stateous compile FLOW --against OLD [--strict]` as a real process (spec 90 §6): against a graph
+"""`stateous compile FLOW --against OLD [--strict]` as a real process: against a graph
 file and against a real `stateous serve`, with the exit codes of `--strict`."""
 
 from __future__ import annotations

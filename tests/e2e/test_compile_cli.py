@@ -1,4 +1,4 @@
-"""`stateous compile` as a real process: outputs, files and exit codes (spec 10 §4.5)."""
+"""`stateous compile` as a real process: outputs, files and exit codes."""
 
 from __future__ import annotations
 

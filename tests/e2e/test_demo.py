@@ -12,8 +12,9 @@ T = r"\d\d:\d\d:\d\d  "
 N = r"\d+"
 WHO = r"\S+"
 
-# ORDER-1 and ORDER-3 (approved): the 14 lines of spec 05 §5; task ids depend on the order
-# in which the supervisor claimed the three tokens' tasks, so they are matched as numbers.
+# ORDER-1 and ORDER-3 (approved): the 14 lines of the getting-started walkthrough; task ids depend
+# on the order in which the supervisor claimed the three tokens' tasks, so they are matched as
+# numbers.
 APPROVED = [
     "#1  started",
     "#2  __started__ in START",

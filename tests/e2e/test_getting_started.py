@@ -1,9 +1,9 @@
-"""The getting-started walkthrough (spec 50 §5 with 05-seed-deltas §5) with real processes.
+"""The getting-started walkthrough with real processes.
 
 `stateous init workflow orders`, `stateous serve`, `stateous init supervisor orders/flow.py
 orders-supervisor` with the tutorial's routines, `stateous supervise`, then the token commands;
-ORDER-1's rows in the database are those of seed 000, and ORDER-2's history is checked line by
-line. The control plane listens on a free port instead of 8080.
+ORDER-1's rows in the database are those docs/data.md shows, and ORDER-2's history is checked
+line by line. The control plane listens on a free port instead of 8080.
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ def test_getting_started(tmp_path: Path) -> None:
 
 
 def check_rows(db: Path, folder: Path) -> None:
-    """ORDER-1's rows of seed 000, the last claim, and the empty outbox."""
+    """ORDER-1's documented rows, the last claim, and the empty outbox."""
     conn = sqlite3.connect(db)
     try:
         ledger = conn.execute(

@@ -1,4 +1,4 @@
-"""`stateous inbox` as a real process against a real `stateous serve` (spec 80 §6)."""
+"""`stateous inbox` as a real process against a real `stateous serve`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`stateous init supervisor` as a real process (spec 40 §2, spec 50 §2.3)."""
+"""`stateous init supervisor` as a real process."""
 
 from __future__ import annotations
 

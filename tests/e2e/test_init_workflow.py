@@ -1,4 +1,4 @@
-"""`stateous init workflow` as a real process (spec 10 §6, spec 50 §2.2, 05 §5)."""
+"""`stateous init workflow` as a real process."""
 
 from __future__ import annotations
 

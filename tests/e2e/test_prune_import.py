@@ -1,5 +1,5 @@
-"""`stateous prune` and `stateous import` as real processes against a real `stateous serve`
-(spec 95 §2), on SQLite and Postgres: export, prune, import gives back the same bytes."""
+"""`stateous prune` and `stateous import` as real processes against a real `stateous serve`,
+on SQLite and Postgres: export, prune, import gives back the same bytes."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""`stateous token …` as real processes against a real `stateous serve` (spec 50 §3 and §6).
+"""`stateous token …` as real processes against a real `stateous serve`.
 
-The workflow is `sdlc` (spec 10 §5.9): `coding` (timeout 6h, retries 2) and `testing` (timeout
+The workflow is `sdlc`: `coding` (timeout 6h, retries 2) and `testing` (timeout
 1h). No supervisor runs; where a scenario needs one, the test claims and reports over HTTP as
 the supervisor `build-box-1` would.
 """
@@ -50,7 +50,7 @@ def cp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
 
 @pytest.fixture
 def fresh(tmp_path: Path) -> Iterator[ServeProcess]:
-    """A control plane on an empty database, so task ids start at 1 as in the spec's examples."""
+    """A control plane on an empty database, so task ids start at 1 as in the docs' examples."""
     with serving(tmp_path) as served:
         yield served
 

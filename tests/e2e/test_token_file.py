@@ -1,4 +1,4 @@
-"""`stateous token start --file FILE` (spec 75 §3) as a real process against a real `serve`:
+"""`stateous token start --file FILE` as a real process against a real `serve`:
 JSON Lines, CSV, bad lines, the summary and each refusal, and the exit code."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`stateous token find KEY=VALUE ...` (spec 95 §1) as a real process against a real
+"""`stateous token find KEY=VALUE ...` as a real process against a real
 `stateous serve` whose graph searches by `customer` and `order_id`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`stateous token retry|move|why` as real processes against a real `stateous serve` (spec 80 §3-4).
+"""`stateous token retry|move|why` as real processes against a real `stateous serve`.
 
 The workflow is `sdlc`; no supervisor runs: the test claims and reports over HTTP as the
 supervisor `box` would (it never beats, so the control plane does not see it live).

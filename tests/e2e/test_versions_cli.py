@@ -1,5 +1,5 @@
 """`stateous versions`, `stateous token migrate` (one token and `--where`) and `token show`'s
-version as real processes against a real `stateous serve` (spec 90 §3, §5).
+version as real processes against a real `stateous serve`.
 
 Version A is `sdlc`; version B renames `testing` to `checking` and allows a `repo` of at most
 10 characters. The tokens start on A; then B is served, and they stay on A until moved. No

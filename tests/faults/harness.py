@@ -57,7 +57,7 @@ SUPERVISE_ENV = {
     "STATEOUS_SUPERVISOR_WAIT": "0.5",
 }
 ENDED = ("completed", "failed", "cancelled")
-#: The answer of spec 20 §1.7 to a request the database cannot take now.
+#: The refusal envelope of a request the database cannot take now (503, docs/http-api.md).
 BUSY = {"error": "the database cannot take this request now; try again", "code": "database_busy"}
 OPEN_TASK = ("queued", "claimed", "waiting")
 
@@ -166,7 +166,7 @@ class Plane:
     served: ServeProcess | None = None
     starts: int = 0
     file_limit: int | None = None  # bytes; the largest file the process may write
-    graph: Path = SDLC_GRAPH  # the graph file it serves (another version: spec 90)
+    graph: Path = SDLC_GRAPH  # the graph file it serves (maybe another version)
 
     @property
     def url(self) -> str:

@@ -1,4 +1,4 @@
-"""Bulk jobs under faults (spec 80 §2), against real `serve` processes on SQLite and Postgres: a
+"""Bulk jobs under faults, against real `serve` processes on SQLite and Postgres: a
 SIGKILL in the middle of a job and a restart. Each matched token is acted on exactly once: the
 ledger has one `cancelled` row with `by.bulk` per token the job says it did, none twice, none
 missing.

@@ -1,5 +1,5 @@
-"""A bulk cancel of 5,000 tokens selected by context equality while a supervisor works (spec 80
-§2, issue 14), against a real `serve` on SQLite and Postgres: every matched token is cancelled
+"""A bulk cancel of 5,000 tokens selected by context equality while a supervisor works (issue
+14), against a real `serve` on SQLite and Postgres: every matched token is cancelled
 exactly once (one `cancelled` row with `by.bulk` each), none of the supervisor's other tokens is
 touched, and they all end.
 

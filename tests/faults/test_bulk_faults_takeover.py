@@ -1,4 +1,4 @@
-"""A takeover during a bulk job on Postgres (spec 80 §2, spec 85): the holder is frozen and its
+"""A takeover during a bulk job on Postgres: the holder is frozen and its
 connections ended, a second `serve` takes the hold and finishes the job; each matched token is
 cancelled exactly once. In a file of its own so that pytest-xdist runs it beside the others."""
 

@@ -1,4 +1,4 @@
-"""A bulk migration under a crash (spec 90 §7): `serve` is killed (SIGKILL) in the middle of a
+"""A bulk migration under a crash: `serve` is killed (SIGKILL) in the middle of a
 bulk `migrate` of 2,000 tokens, while a supervisor of each version works beside it. After the
 restart every token is on exactly one version with at most one `migrated` row (exactly one for
 each token the job moved), no task of a visit before the move is still open, and every token

@@ -31,7 +31,7 @@ def test_reports_cross_a_proxy_that_drops_delays_and_cuts(tmp_path: Path) -> Non
         load.start()
         try:
             load.run_out(cp.url)
-            # The stop's single tries must not meet the chaos: messages would stay (spec 40 §4.9).
+            # The stop's single tries must not meet the chaos: messages would stay.
             proxy.drop = proxy.cut = proxy.delay = 0.0
             time.sleep(1.0)
         finally:

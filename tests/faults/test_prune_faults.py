@@ -1,4 +1,4 @@
-"""`stateous prune --export` under faults (spec 95 §2), against a real `serve` on SQLite and
+"""`stateous prune --export` under faults, against a real `serve` on SQLite and
 Postgres: the prune process and `serve` SIGKILLed at random points of a prune, the file cut in
 the middle of a line (a full disk while a page was written), and the prune run again, appending
 to the same file, until it reports everything pruned.
@@ -9,7 +9,7 @@ What must hold, and what may not:
   of the export file (the page is `fsync`ed before its prune is sent).
 - **A token may be in the file twice.** A page written, then the prune process or `serve` killed
   before the prune was applied (or its answer lost), is written again by the next run: the file
-  holds those tokens twice. That is allowed; what the spec forbids is a token **doubled after
+  holds those tokens twice. That is allowed; what must never happen is a token **doubled after
   import**: `stateous import` into a new database imports each id once and counts the other
   lines as skipped, and each imported token's ledger is its history once.
 - **A cut last line** (a crash while a page was written) is left out by `import` with a warning,

@@ -1,4 +1,4 @@
-"""Retry and move whose answers are lost (spec 80 §3): the caller cannot tell whether they applied.
+"""Retry and move whose answers are lost: the caller cannot tell whether they applied.
 
 Every answer through the proxy is cut in half. A retry sent again after a lost answer applies
 once (the second is refused: the token is active by then); a move's lost answer leaves exactly

@@ -1,4 +1,4 @@
-"""A holder and two replicas on one Postgres database (spec 85 §4), with supervisors spread
+"""A holder and two replicas on one Postgres database, with supervisors spread
 across them (each with all three URLs, in another order) under load: the holder, a replica and a
 supervisor are SIGKILLed, each restarted (a killed control plane comes back as a replica).
 

@@ -1,4 +1,4 @@
-"""Schedules under a crash (spec 97 §1), on SQLite and Postgres: `serve` SIGKILLed while the
+"""Schedules under a crash, on SQLite and Postgres: `serve` SIGKILLed while the
 slots of a `catch_up: all` schedule are being started, then restarted: every slot's token is
 started exactly once (one `started` row naming the schedule), none is skipped, and the
 schedule's `next_at` is the slot after its last."""

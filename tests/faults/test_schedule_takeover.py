@@ -1,4 +1,4 @@
-"""Schedules across takeovers on Postgres (spec 97 §1, spec 85): a holder `serve` and two
+"""Schedules across takeovers on Postgres: a holder `serve` and two
 `serve --replica` on one database; the holder is SIGKILLed while the slots of a `catch_up: all`
 schedule are being started, a replica takes the hold and goes on, then that one is SIGKILLed
 and the last replica finishes. Every slot's token is started exactly once (one `started` row

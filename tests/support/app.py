@@ -52,8 +52,8 @@ def running_api(
     `migrate_first=False`: the database is at the newest revision already (`migrated_db_url`).
 
     `busy` shortens the database's wait for a lock (SQLite busy timeout, Postgres lock_timeout);
-    `auth_names` turns authentication on with these tokens and names (spec 70 §5, 80 §1);
-    `auth_grants` with these tokens, names and roles (spec 97 §3);
+    `auth_names` turns authentication on with these tokens and names;
+    `auth_grants` with these tokens, names and roles;
     `fast_path=False` serves Litestar's application alone, without the hot routes in front of it.
     """
     store = Store(make_engine(db_url, busy_timeout=busy, lock_timeout=busy))
@@ -62,7 +62,7 @@ def running_api(
             migrate.upgrade(conn)
     clock = clock or SystemClock()
     graph = load_graph(graph_text(doc))
-    serve_version(store, graph, clock)  # as `serve` does: recorded, current (spec 90 §2)
+    serve_version(store, graph, clock)  # as `serve` does: recorded, current
     plane = Plane(store, EngineConfig(graph, versions=load_versions(store, graph)), clock)
     port = free_port()
     app = create_app(plane, auth_names=auth_names, auth_grants=auth_grants)

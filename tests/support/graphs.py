@@ -1,4 +1,4 @@
-"""Graph files for tests: the orders starter (with `into=`, spec 05 §5) and sdlc (spec 10 §5.9)."""
+"""Graph files for tests: the orders starter (with `into=`) and sdlc."""
 
 from __future__ import annotations
 

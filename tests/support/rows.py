@@ -1,4 +1,4 @@
-"""Read a control plane database's tables as plain values, to compare with seed 000."""
+"""Read a control plane database's tables as plain values, to compare with known rows."""
 
 from __future__ import annotations
 
