@@ -1,4 +1,4 @@
-"""Optional authentication (spec 70 §5) against a real `serve --auth-token-file`: every route but
+"""Optional authentication against a real `serve --auth-token-file`: every route but
 `GET /health` refuses a missing or wrong token with `401 unauthorized`; the Client, the token
 commands, the console's API client and the supervisor send the token."""
 

@@ -1,6 +1,7 @@
-"""Bad input, table-driven, against a real `serve`: every limit of spec 20 §4.1 and the rules of
-§1, malformed JSON and headers, wrong types, unknown events, states and attempts. Each gets its
-refusal code, and the database does not change (a dump of every table before and after).
+"""Bad input, table-driven, against a real `serve`: every size limit of docs/http-api.md (body,
+nesting, ids, keys, names, notes, lists) and the rules every route keeps, malformed JSON and
+headers, wrong types, unknown events, states and attempts. Each gets its refusal code, and the
+database does not change (a dump of every table before and after).
 Then a stateous.yaml, a graph file and a flow.py with mistakes: one line `error: ...`, exit 1."""
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ BIG = 1_048_576
 # (method, path, body (dict, or bytes as sent), headers, status, code)
 Case = tuple[str, str, Any, dict[str, str], int, str]
 CASES: list[Case] = [
-    # §1.1 bodies
+    # bodies, as every route reads them
     ("POST", "/tokens", b"{", {}, 400, "bad_request"),
     ("POST", "/tokens", b'{"token": NaN}', {}, 400, "bad_request"),
     ("POST", "/tokens", b'{"token": "X", "context": {"a": Infinity}}', {}, 400, "bad_request"),
@@ -39,7 +40,7 @@ CASES: list[Case] = [
     ("POST", "/tokens", b"\xff\xfe", {}, 400, "bad_request"),
     ("POST", "/tokens", b"[1, 2]", {}, 422, "invalid_body"),
     ("POST", "/tokens", b'"text"', {}, 422, "invalid_body"),
-    # §1.4 start
+    # starts
     ("POST", "/tokens", {}, {}, 422, "invalid_token_id"),
     ("POST", "/tokens", {"token": 7}, {}, 422, "invalid_token_id"),
     ("POST", "/tokens", {"token": "-x", "context": {"repo": "r"}}, {}, 422, "invalid_token_id"),

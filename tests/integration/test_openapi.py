@@ -1,5 +1,6 @@
-"""The OpenAPI document of spec 70 §4 at `GET /schema/openapi.json`, and a schemathesis run
-against a live `serve`: no 500 answer, and every answer matching the documented shape."""
+"""The OpenAPI document at `GET /schema/openapi.json` (every route, body, answer and refusal), and a
+schemathesis run against a live `serve`: no 500 answer, and every answer matching the documented
+shape."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Roles in the auth file (spec 97 §3) against one real `serve` whose file holds four names:
+"""Roles in the auth file against one real `serve` whose file holds four names:
 each role against a route of each kind, the `403 forbidden` body, nothing written and the count
 in `/metrics`, a report from outside by an `operate` token, `GET /health`'s `access`, the CLI and
 the console with a `read` token; then `serve` refusing a file others can read and a bad role."""
@@ -60,7 +60,7 @@ def call(served: ServeProcess, name: str, method: str, path: str, body: Any = No
     return httpx.request(method, served.url + path, headers=headers, json=body, timeout=10)
 
 
-#: One route of each kind, both on the fast path (spec 75 §5) and through Litestar, with the
+#: One route of each kind, both on the fast path and through Litestar, with the
 #: names that may call it. Bodies are empty: an allowed call may then be refused for its body.
 ROUTES: list[tuple[str, str, set[str]]] = [
     ("GET", "/tokens", {"viewer", "ops", "boss"}),
@@ -72,7 +72,7 @@ ROUTES: list[tuple[str, str, set[str]]] = [
     ("POST", "/tokens/batch", {"ops", "boss"}),
     ("POST", "/bulk", {"ops", "boss"}),
     ("POST", "/prune", {"ops", "boss"}),
-    ("GET", "/schedules", {"viewer", "ops", "boss"}),  # spec 97 §1
+    ("GET", "/schedules", {"viewer", "ops", "boss"}),
     ("POST", "/schedules", {"ops", "boss"}),
     ("DELETE", "/schedules/none", {"ops", "boss"}),
     ("POST", "/tasks/claim", {"worker", "boss"}),  # fast path
@@ -227,7 +227,7 @@ def test_an_operate_token_reports_from_outside_on_a_waiting_task_only(
             assert (answer.status_code, answer.json()["state"]) == (200, "testing")
             rows = ops.get("/tokens/Q-1/history").json()
             acted = [row for row in rows if "by" in row["data"]]
-            # The report's rows name the token that made it (spec 80 §1).
+            # The report's rows name the token that made it.
             assert [r["kind"] for r in acted][:2] == ["started", "event_accepted"]
             assert {str(r["data"]["by"]) for r in acted} == {"{'actor': 'ops', 'via': 'api'}"}
             assert ops.post("/tasks/99999/report", json=outside).json()["code"] == "task_not_found"

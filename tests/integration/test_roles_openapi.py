@@ -1,10 +1,10 @@
-"""Every route of the served OpenAPI document with each role (spec 97 §3, issue 33): one real
+"""Every route of the served OpenAPI document with each role (issue 33): one real
 `serve` whose auth file holds a name per role; each (path, method) of `GET /schema/openapi.json`
 is called by each name, and a role outside the route's list gets exactly `403 forbidden`, one
 inside it anything but 401 or 403. The refusals come first and write nothing.
 
-The expectation is written here from the spec's lists, not read from stateous.control.api.roles,
-so that a wrong line there fails this test.
+The expectation is written here from the roles' documented lists, not read from
+stateous.control.api.roles, so that a wrong line there fails this test.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ SCOPES = {
     "supervise": "the token 'worker' may only supervise and read the workflow",
 }
 
-#: Spec 97 §3's `operate` list: starts, events, pause/resume/cancel, retry, move, migrate, bulk
-#: jobs, schedules, prune (import is a command on the database, not a route).
+#: The `operate` role's routes (docs/security.md): starts, events, pause/resume/cancel, retry, move,
+#: migrate, bulk jobs, schedules, prune (import is a command on the database, not a route).
 OPERATOR_ACTS = {
     ("post", "/tokens"), ("post", "/tokens/batch"), ("post", "/tokens/{token_id}/events/{event}"),
     ("post", "/tokens/{token_id}/pause"), ("post", "/tokens/{token_id}/resume"),
@@ -44,7 +44,7 @@ OPERATOR_ACTS = {
     ("post", "/schedules"), ("put", "/schedules/{name}"), ("post", "/schedules/{name}/pause"),
     ("post", "/schedules/{name}/resume"), ("delete", "/schedules/{name}"),
 }  # fmt: skip
-#: Spec 97 §3's `supervise` list: claims, heartbeats, notes, memory, messages, beats (reports
+#: The `supervise` role's routes: claims, heartbeats, notes, memory, messages, beats (reports
 #: below, which `operate` may make too from outside on a waiting task).
 SUPERVISOR_MESSAGES = {
     ("post", "/tasks/claim"), ("post", "/tasks/heartbeat"), ("post", "/tasks/{task}/note"),
@@ -56,7 +56,7 @@ SUPERVISOR_READS = {("get", "/workflow"), ("get", "/workflow/versions"), ("get",
 
 
 def allowed(method: str, path: str) -> set[str]:
-    """The roles spec 97 §3 lets call `method path`; a route of no list fails the test, so a new
+    """The roles that may call `method path`; a route of no list fails the test, so a new
     route must be placed in a list here."""
     if (method, path) in SUPERVISOR_READS:
         return {"read", "operate", "supervise", "admin"}
@@ -70,7 +70,7 @@ def allowed(method: str, path: str) -> set[str]:
         # The task below is made up: `operate`'s report from outside passes the role check and
         # answers 404 (test_roles.py checks its refusal on a task that is not waiting).
         return {"operate", "supervise", "admin"}
-    raise AssertionError(f"{method.upper()} {path} is in none of spec 97 §3's lists")
+    raise AssertionError(f"{method.upper()} {path} is in none of the roles' lists")
 
 
 #: The path parameters: an existing token and schedule, a made-up task and bulk job.

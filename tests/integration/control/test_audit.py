@@ -1,4 +1,4 @@
-"""Who did it, and why (spec 80 §1) over a real socket on SQLite and Postgres: `by` on every
+"""Who did it, and why, over a real socket on SQLite and Postgres: `by` on every
 operator route as the last key of the act's row, named tokens, refusals, and `GET /audit`."""
 
 from __future__ import annotations

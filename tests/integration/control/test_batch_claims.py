@@ -1,4 +1,4 @@
-"""`max` on `POST /tasks/claim` (spec 75 §1) over a real socket, on SQLite and Postgres:
+"""`max` on `POST /tasks/claim` over a real socket, on SQLite and Postgres:
 several grants in one operation, their rows, every refusal, and the replay of a lost answer."""
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def test_a_claim_with_max_grants_the_oldest_tasks_each_with_its_row_and_lease(
                 "data": {"task": number, "supervisor": BOX, "attempt": 1},
             }
         ]
-    # The seed's claims row holds the first grant; claim_grants the others, in order.
+    # The `claims` row holds the first grant; claim_grants the others, in order.
     assert rows(served, "SELECT supervisor, request, task_id, attempt FROM claims") == [
         (BOX, "r1", 1, 1)
     ]
@@ -206,7 +206,7 @@ def test_a_replay_leaves_out_the_tasks_no_longer_held(
     again = claim(client, max=3, request="r1")
     assert again.json() == {"grants": [first[0], first[2]]}
     # Once every lease has ended, nothing of that claim is held: the same id claims anew
-    # (as spec 20 says of a single claim), oldest first: O-4's draft, then O-2's review.
+    # (as a single claim's id does), oldest first: O-4's draft, then O-2's review.
     # (No clock runs here, so tasks 1 and 3 stay claimed with ended leases.)
     clock.advance(LEASE + 1)
     later = claim(client, max=3, request="r1").json()["grants"]
@@ -244,7 +244,7 @@ def test_a_new_request_id_claims_new_tasks_and_a_single_claim_clears_the_grants(
         (BOX, "r3", 5, 1)
     ]
     assert rows(served, "SELECT * FROM claim_grants") == []
-    # A single claim repeating the id of a claim with max answers its first grant (spec 20).
+    # A single claim repeating the id of a claim with max answers its first grant.
     claim(client, max=2, request="r4")
     assert claim(client, request="r2").status_code == 204
 

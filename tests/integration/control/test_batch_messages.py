@@ -1,4 +1,4 @@
-"""`POST /tasks/messages` (spec 75 §2) over a real socket, on SQLite and Postgres: messages in
+"""`POST /tasks/messages` over a real socket, on SQLite and Postgres: messages in
 order, each with its single route's checks, rows and refusals; a malformed body applies nothing;
 a batch retried whole applies nothing twice."""
 
@@ -84,7 +84,7 @@ def refusal(status: int, code: str, error: str) -> dict[str, Any]:
     return {"status": status, "body": {"error": error, "code": code}}
 
 
-#: The structure of the orders graph these tokens run on (spec 90 §3).
+#: The structure of the orders graph these tokens run on.
 ORDERS_STRUCTURE = structure(ORDERS)
 
 

@@ -1,4 +1,4 @@
-"""`POST /tokens/batch` (spec 75 §3) over a real socket, on SQLite and Postgres: each start with
+"""`POST /tokens/batch` over a real socket, on SQLite and Postgres: each start with
 the checks, rows and refusals of `POST /tokens`, in order; a malformed body starts nothing."""
 
 from __future__ import annotations

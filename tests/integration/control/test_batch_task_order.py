@@ -1,4 +1,4 @@
-"""`POST /tasks/messages` keeps each task's messages in order (spec 75 §2, spec 40 §4.6): once a
+"""`POST /tasks/messages` keeps each task's messages in order: once a
 message of a task fails for the moment (`503 database_busy`), the later messages of that task in
 the batch are not applied and answered the same `503`, while the other tasks' messages are.
 

@@ -1,4 +1,4 @@
-"""Bulk jobs (spec 80 §2) over a real socket on SQLite and Postgres: dry runs, frozen matches,
+"""Bulk jobs over a real socket on SQLite and Postgres: dry runs, frozen matches,
 each token its own operation with `by.bulk`, skipped codes, stop, and every refusal."""
 
 from __future__ import annotations

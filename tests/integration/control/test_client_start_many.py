@@ -1,4 +1,4 @@
-"""`Client.start_many` (spec 75 §3): batches over a real socket on both backends, progress, a
+"""`Client.start_many`: batches over a real socket on both backends, progress, a
 start too large to send, and the fallback to `POST /tokens` against a control plane without
 `POST /tokens/batch` (a small fake server: no part of Stateous is faked)."""
 
@@ -50,7 +50,7 @@ def test_a_start_too_large_to_send_is_answered_in_its_place(api: RunningApi) -> 
 
 
 class _OldPlane(BaseHTTPRequestHandler):
-    """A control plane of spec 20 only: no `POST /tokens/batch`."""
+    """A control plane of before batches: no `POST /tokens/batch`."""
 
     seen: ClassVar[list[str]] = []
     #: The answer to `POST /tokens/batch`: 404 (no such route), or 503 (the database is busy).

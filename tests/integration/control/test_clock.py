@@ -1,6 +1,6 @@
 """The real clock of a real `stateous serve`: short timeouts, routine timers, leases and `since`.
 
-The spec's durations stay the defaults; these runs shorten the lease, the tick and the `since`
+The documented durations stay the defaults; these runs shorten the lease, the tick and the `since`
 interval through serve's test knobs (stateous.control.knobs) and use `timeout="2s"` graphs.
 """
 

@@ -1,4 +1,4 @@
-"""The inbox (spec 80 §6) over a real socket, on both backends: the waiting tasks of live
+"""The inbox over a real socket, on both backends: the waiting tasks of live
 tokens, the longest waiting first, with the last note and the events with their payload
 schemas; a fire takes a task out, a paused token's task stays, an ended token's goes."""
 
@@ -17,7 +17,7 @@ from tests.support.graphs import SDLC
 
 BOX = "build-box-1"
 TESTS_SCHEMA = SDLC["schemas"]["Tests"]
-#: The structure every token here runs on (spec 90 §3).
+#: The structure every token here runs on.
 SDLC_STRUCTURE = structure(SDLC)
 CODING_EVENTS = [
     {"event": "done", "payload_schema": None},

@@ -1,4 +1,4 @@
-"""Long-poll claims (spec 70 §2) over a real socket, on SQLite and Postgres, and on shutdown."""
+"""Long-poll claims over a real socket, on SQLite and Postgres, and on shutdown."""
 
 from __future__ import annotations
 

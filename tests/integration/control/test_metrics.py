@@ -1,4 +1,4 @@
-"""`GET /metrics` (spec 70 §3): names and values after a known run, on both backends."""
+"""`GET /metrics`: names and values after a known run, on both backends."""
 
 from __future__ import annotations
 

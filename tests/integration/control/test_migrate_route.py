@@ -1,4 +1,4 @@
-"""`POST /tokens/{id}/migrate` (spec 90 §5) over the socket of a real `stateous serve`, on
+"""`POST /tokens/{id}/migrate` over the socket of a real `stateous serve`, on
 SQLite and Postgres: the answer and the rows, each refusal code, a bulk dry run, and a request
 sent again with its `Idempotency-Key` (its answer lost) that writes nothing twice."""
 

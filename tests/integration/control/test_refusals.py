@@ -1,4 +1,5 @@
-"""Every refusal code of spec 20 §1.7, triggered over a real socket, with its status and code."""
+"""Every refusal code of the HTTP API (docs/http-api.md), triggered over a real socket, with its
+status and code."""
 
 from __future__ import annotations
 

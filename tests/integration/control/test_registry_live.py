@@ -1,9 +1,10 @@
-"""The registry of spec 80 §5 with real `stateous serve` and `stateous supervise` processes
-(SQLite): live within one beat of start, stale then gone after SIGKILL, gone at once after a
-graceful stop, busy and idle supervisors stay live, and per-state live counts in `/stats`.
+"""The supervisors' registry (`GET /supervisors`) with real `stateous serve` and `stateous
+supervise` processes (SQLite): live within one beat of start, stale then gone after SIGKILL, gone at
+once after a graceful stop, busy and idle supervisors stay live, and per-state live counts in
+`/stats`.
 
 The control plane's thresholds are shortened (stale after 3 s, gone after 6 s) and the
-supervisors beat every 0.5 s: the spec's ratio of beat to stale (1 to 3) with room for a
+supervisors beat every 0.5 s: the default ratio of beat to stale (10 s to 30 s) with room for a
 loaded machine.
 """
 

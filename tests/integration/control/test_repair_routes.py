@@ -1,4 +1,4 @@
-"""Retry, move and why over a real socket (spec 80 §3-4), on SQLite and Postgres."""
+"""Retry, move and why over a real socket, on SQLite and Postgres."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Several control plane URLs (spec 85 §3): the Client and the supervisor's Remote move on to
+"""Several control plane URLs: the Client and the supervisor's Remote move on to
 the next URL on a transport error or `503 not_serving`, against real `serve` processes.
 
 A request that surely did nothing (no connection, `not_serving`) is sent to the next URL at once;

@@ -1,4 +1,4 @@
-"""Several control planes on one Postgres database (spec 85): real `serve` and `serve --replica`
+"""Several control planes on one Postgres database: real `serve` and `serve --replica`
 processes.
 
 A holder and a replica answer alike and write the same rows; a replica refuses SQLite and
@@ -431,7 +431,7 @@ def test_bulk_jobs_made_on_a_replica_run_on_the_holder_then_on_the_new_one(
 def test_a_replica_follows_the_holders_current_version_without_a_restart(
     tmp_path: Path, pg_url: str
 ) -> None:
-    """Spec 90 §2: a replica started with an older graph file on record starts new tokens on
+    """A replica started with an older graph file on record starts new tokens on
     the version the holder serves; when it takes the hold, its own graph file is current."""
     from stateous.model.canonical import structure
 

@@ -1,4 +1,4 @@
-"""`stateous serve --retain DURATION` (spec 95 §2) as a real process, on SQLite and Postgres:
+"""`stateous serve --retain DURATION` as a real process, on SQLite and Postgres:
 ended tokens older than the cut go with all their rows, live and recently ended tokens stay,
 the log line, a replica that does not prune until it holds, and pruning beside a supervisor
 under load."""

@@ -1,4 +1,4 @@
-"""Export and prune over a real socket (spec 95 §2), on SQLite and Postgres."""
+"""Export and prune over a real socket, on SQLite and Postgres."""
 
 from __future__ import annotations
 

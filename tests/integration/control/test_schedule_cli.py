@@ -1,4 +1,4 @@
-"""`stateous schedule ...` (spec 97 §1) against the real app over a socket: the printed lines,
+"""`stateous schedule ...` against the real app over a socket: the printed lines,
 the next three times, `--as`/`--reason` in the audit, and the refusals as one sentence."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The schedule routes (spec 97 §1) over a real socket on SQLite and Postgres: each route's
+"""The schedule routes over a real socket on SQLite and Postgres: each route's
 answer, `by` in `GET /audit`, each refusal, and the clock starting a slot's token."""
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ def test_order_1_rows_through_a_real_serve(tmp_path: Path, db_url: str) -> None:
         plane.id == 1 and plane.structure == plane.checksum and plane.checksum.startswith("sha256:")
     )
     assert HOLDER.match(plane.serving) and plane.since is not None
-    assert version == [(migrate.HEAD,)]  # seed 000 shows 0003; later revisions add tables
+    assert version == [(migrate.HEAD,)]  # the first schema was 0003; later revisions add tables
 
 
 def test_start_up_lines_and_a_clean_stop(tmp_path: Path) -> None:
@@ -277,7 +277,7 @@ def test_structure_changes(tmp_path: Path, db_url: str) -> None:
     changed = variant(SDLC)
     changed["events"]["extra"] = {}
     write_graph(tmp_path, changed)
-    # Another structure with a live token starts (spec 90 §2): T-1 stays on its version.
+    # Another structure with a live token starts: T-1 stays on its version.
     with serve_process(graph, db_url, cwd=tmp_path) as served:
         assert httpx.get(served.url + "/workflow").json()["events"]["extra"] == {}
         served.read_lines(timeout=0.5)

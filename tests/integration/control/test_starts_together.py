@@ -1,4 +1,4 @@
-"""`POST /tokens` that arrive together run as one operation of `start_many` (spec 75 §4, §5),
+"""`POST /tokens` that arrive together run as one operation of `start_many`,
 over a real socket on SQLite and Postgres: each start keeps the answer, rows and refusal it
 has alone; a part the database refuses runs again one start at a time."""
 

@@ -1,4 +1,4 @@
-"""`GET /stats` of a real `serve` from the counts of migration 0013 (spec 95 §3), on SQLite and
+"""`GET /stats` of a real `serve` from the counts of migration 0013, on SQLite and
 Postgres: the figures after starts, a parallel state's children and a cancel, and on Postgres
 the holder folding the deltas in the background without changing an answer."""
 

@@ -1,6 +1,6 @@
-"""The supervisors' beat and registry (spec 80 §5) over a real socket, on both backends: the
-statuses on a fake clock at the spec's default thresholds, per-state live counts in `/stats`,
-supervisors by status in `/metrics`, and the refusals of a bad beat."""
+"""The supervisors' beat and registry over a real socket, on both backends: the statuses on a fake
+clock at the default thresholds (stale after 30 s, gone after 2 minutes), per-state live counts in
+`/stats`, supervisors by status in `/metrics`, and the refusals of a bad beat."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def http(migrated_db_url: str, clock: FakeClock) -> Iterator[httpx.Client]:
 
 @pytest.fixture(autouse=True)
 def spec_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The spec's thresholds, whatever the environment running the tests sets."""
+    """The default thresholds, whatever the environment running the tests sets."""
     monkeypatch.delenv("STATEOUS_SUPERVISOR_STALE_SECONDS", raising=False)
     monkeypatch.delenv("STATEOUS_SUPERVISOR_GONE_SECONDS", raising=False)
 

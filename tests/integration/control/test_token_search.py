@@ -1,4 +1,4 @@
-"""Finding tokens by their context (spec 95 §1) over a real socket, on both databases:
+"""Finding tokens by their context over a real socket, on both databases:
 `GET /tokens?context.KEY=JSON` with its filters and refusals, the bulk filter through
 `token_keys`, and the filling of a key added to a served graph."""
 

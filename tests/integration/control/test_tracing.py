@@ -1,4 +1,4 @@
-"""Traces of `serve` (spec 97 §2), in process with the SDK's in-memory exporter: one trace per
+"""Traces of `serve`, in process with the SDK's in-memory exporter: one trace per
 token, a span per operation as a child of the start's, the grant's `traceparent`, the
 `traceparent` header kept, `trace_id` on `GET /tokens/{id}`; and with tracing off, nothing."""
 

@@ -1,4 +1,4 @@
-"""Two versions of a workflow on one database (spec 90 §1-3): tokens of each run on their own
+"""Two versions of a workflow on one database: tokens of each run on their own
 graph, and the read routes say which version each token is on: `GET /workflow?checksum=`,
 `GET /workflow/versions`, `structure` on tokens, the listing's filter, the inbox, `/stats`,
 `/metrics`."""
@@ -89,7 +89,7 @@ def test_an_event_of_the_older_version_only_is_taken_by_its_tokens_alone(
     served: tuple[httpx.Client, FakeClock],
 ) -> None:
     http, _clock = served
-    # `withdrawn` exists in NEWER only: refused on O-1 (spec 90 §3), taken by N-1.
+    # `withdrawn` exists in NEWER only: refused on O-1, taken by N-1.
     refused = http.post("/tokens/O-1/events/withdrawn", json={})
     assert refused.status_code == 409
     assert refused.json()["code"] == "event_not_allowed"

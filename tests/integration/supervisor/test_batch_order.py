@@ -1,4 +1,4 @@
-"""A grant's messages reach the control plane in order (spec 40 §4.6, spec 75 §2) when one of
+"""A grant's messages reach the control plane in order when one of
 them gets `503 database_busy` inside a batch: the control plane holds back the task's later
 messages (`503` too) and applies the other tasks'; the supervisor sends the held ones again,
 alone, in their order, so the note and the report land after the memory write that failed.

@@ -1,4 +1,4 @@
-"""The supervisor's batches (spec 75 §1-2) against a real `stateous serve`: a claim of several
+"""The supervisor's batches against a real `stateous serve`: a claim of several
 tasks whose answer is lost is replayed with the same grants; a refused message in the middle of
 a batch answers alone; a batch whose answer is lost is sent again whole and applies nothing
 twice.
@@ -190,7 +190,7 @@ async def test_a_batch_whose_answer_is_lost_is_sent_again_whole_and_applies_noth
         'task_done {"task": 2}',
         "completed {}",
     ]
-    # The repeated reports were refused, checked with a heartbeat, and dropped (spec 40 §4.7).
+    # The repeated reports were refused, checked with a heartbeat, and dropped.
     assert transport.bodies("/tasks/heartbeat") == [
         {"supervisor": "build-box-1", "tasks": [2]},
         {"supervisor": "build-box-1", "tasks": [1]},

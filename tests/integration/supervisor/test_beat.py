@@ -1,4 +1,4 @@
-"""The supervisor's beat against a real `stateous serve` (spec 80 §5): a real `stateous supervise`
+"""The supervisor's beat against a real `stateous serve`: a real `stateous supervise`
 is `live` in `GET /supervisors` within one beat of its start, with what it serves and runs, and
 `gone` at once after a graceful stop.
 """

@@ -1,6 +1,7 @@
-"""A plain `stateous supervise` whose terminal closed (SIGHUP) stops as for SIGTERM (spec 40
-§4.9): no new tasks, its running routine is waited for and reported, exit 0, and its last beat
-(`stopping`) makes it `gone` in `GET /supervisors` (spec 80 §5). A second SIGHUP forces the stop.
+"""A plain `stateous supervise` whose terminal closed (SIGHUP) stops as for SIGTERM (a graceful
+stop, docs/running-supervisors.md): no new tasks, its running routine is waited for and reported,
+exit 0, and its last beat (`stopping`) makes it `gone` in `GET /supervisors`. A second SIGHUP forces
+the stop.
 
 The supervisor is a real process in a session of its own, as one started from a terminal is.
 """

@@ -80,7 +80,7 @@ def plane(graph: Path, tmp_path: Path) -> Iterator[ServeProcess]:
 def make_folder(tmp_path: Path, url: str, *, name: str = "build-box-1") -> Path:
     folder = tmp_path / "sdlc-supervisor"
     init_folder(url, folder)
-    # From a URL, init writes that URL as given (spec 40 §2.4).
+    # From a URL, init writes that URL as given.
     assert f'url: "{url}"    # the control plane\n' in (folder / "stateous.yaml").read_text()
     (folder / "routines.py").write_text(ROUTINES, encoding="utf-8")
     (folder / "stateous.yaml").write_text(f"url: {url}\ntasks: 4\nname: {name}\n", encoding="utf-8")

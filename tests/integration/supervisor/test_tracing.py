@@ -1,4 +1,4 @@
-"""Traces across `serve` and `supervise` (spec 97 §2).
+"""Traces across `serve` and `supervise`.
 
 In process, with the SDK's in-memory exporter: the routine's span is a child of the grant's
 (the claim's span), its outcome on it, a failure's exception recorded, and an HTTP call the

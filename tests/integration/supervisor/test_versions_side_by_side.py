@@ -1,4 +1,4 @@
-"""Supervisors of two versions side by side (spec 90 §4), as real processes on each backend.
+"""Supervisors of two versions side by side, as real processes on each backend.
 
 `serve` the orders graph (A) and start two tokens; stop; `serve` a changed structure (B, an added
 event) and start two more. A folder of each version (`init supervisor --checksum A` for the old

@@ -1,4 +1,4 @@
-"""The console's bulk actions and `by` (spec 80 §1-2) against the real API (SQLite, a fake clock):
+"""The console's bulk actions and `by` against the real API (SQLite, a fake clock):
 `*` selects every token of the filter, `p` `r` `c` `f` confirm with the count and a reason, the
 status bar follows the job, `b` lists the jobs; Pilot tests and SVG snapshots."""
 

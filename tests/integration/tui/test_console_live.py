@@ -1,4 +1,4 @@
-"""The console against a real `stateous serve` and a real `stateous supervise` (spec 60 §4).
+"""The console against a real `stateous serve` and a real `stateous supervise`.
 
 One control plane (SQLite) and one supervisor serve the whole module; the supervisor works only
 `draft`, so tokens wait in `review` where the console steers them. The outbox test and the

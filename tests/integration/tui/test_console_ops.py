@@ -1,6 +1,6 @@
-"""The console's view of spec 80 §5-6 against the real API (SQLite, a fake clock on both sides):
-the registry on `o`, `no supervisor` in the states panel and the header, the `i` inbox and its
-fire form; Pilot tests and SVG snapshots.
+"""The console's view of the supervisors' registry and the inbox against the real API (SQLite, a
+fake clock on both sides): the registry on `o`, `no supervisor` in the states panel and the
+header, the `i` inbox and its fire form; Pilot tests and SVG snapshots.
 """
 
 from __future__ import annotations
@@ -223,8 +223,8 @@ async def test_an_empty_inbox_says_so(tmp_path: Path) -> None:
 async def test_the_inbox_answer_takes_a_reason(
     scene: Scene, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 30 item 5: the fire form (the inbox's answer) has the reason field of spec 80 §1;
-    `enter` in it sends, as `ctrl+s` does."""
+    """Issue 30 item 5: the fire form (the inbox's answer) has a reason field, as every operator's
+    act may carry one; `enter` in it sends, as `ctrl+s` does."""
     monkeypatch.setenv("STATEOUS_ACTOR", "alice")
     app = scene.console()
     async with app.run_test(size=(130, 34)) as pilot:

@@ -1,4 +1,4 @@
-"""The console reads a page at a time (spec 95 §3, issue 32): the tokens screen asks for 100
+"""The console reads a page at a time (issue 32): the tokens screen asks for 100
 tokens a poll and loads the next page when the cursor reaches the last row, its filter line says
 that more follow, and the header counts the inbox as `100+` past one page. Pilot tests against
 the real API (SQLite, a fake clock), each request the console sends recorded."""

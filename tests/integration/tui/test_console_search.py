@@ -1,4 +1,4 @@
-"""`/` on the tokens screen finds tokens by their context (spec 95 §1): `customer=acme`, several
+"""`/` on the tokens screen finds tokens by their context: `customer=acme`, several
 `KEY=VALUE` words, a prefix beside them, the status filter, a `*` selection of what was found,
 and a key that is not searchable answered in the error line. Pilot tests against the real API
 (SQLite, a fake clock)."""

@@ -1,4 +1,5 @@
-"""The operators' read routes of spec 70 §1 over a real socket, on SQLite and Postgres."""
+"""The operators' read routes (tasks, a token's tasks, timers, memory and history, `/stats`)
+over a real socket, on SQLite and Postgres."""
 
 from __future__ import annotations
 
@@ -17,13 +18,13 @@ T0 = "2026-10-16T20:48:44.845389Z"
 
 @pytest.fixture
 def clock() -> FakeClock:
-    """Seed 000's first time."""
+    """FakeClock's start, the time ORDER-1 is started in the reference rows."""
     return FakeClock()
 
 
 @pytest.fixture
 def dev(migrated_db_url: str, clock: FakeClock) -> Iterator[RunningApi]:
-    """The parallel example `dev` (spec 10 §9.3) served with a fake clock."""
+    """The parallel example `dev` served with a fake clock."""
     with running_api(migrated_db_url, DEV, clock, migrate_first=False) as running:
         yield running
 

@@ -1,4 +1,4 @@
-"""The console's `s` screen (spec 97 §1) against the real API (SQLite, a fake clock): the
+"""The console's `s` screen against the real API (SQLite, a fake clock): the
 schedules with their next run and last token, `p`/`r` to pause and resume (with the console's
 `by` in the audit), `S` from the tokens screen where `s` starts a token, and a read-only
 console's keys doing nothing. Pilot tests and one SVG snapshot."""

@@ -1,4 +1,4 @@
-"""The repair keys on the tokens screen (spec 80 §3, issue 15) against the real API (SQLite, a
+"""The repair keys on the tokens screen (issue 15) against the real API (SQLite, a
 fake clock): `R` retries the highlighted failed token after a confirmation, `m` moves it to a
 state from the list; with a `*` selection `R` is a bulk retry confirmed like `p` `r` `c` `f`,
 and `m` says it moves one token only. Pilot tests and an SVG snapshot."""

@@ -1,4 +1,4 @@
-"""The console's versions (spec 90 §5) against the real API (SQLite, a fake clock): with tokens
+"""The console's versions against the real API (SQLite, a fake clock): with tokens
 live on two versions the tokens screen shows a version column and the header `versions 2`; `v`
 lists the versions; `M` migrates a token, or a `*` selection, to the current version after a
 confirmation that shows the dry run's refusals. Pilot tests and SVG snapshots."""
