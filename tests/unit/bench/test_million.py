@@ -1,6 +1,6 @@
 """bench/million.py's shape, written by bench/preload.py's `write_shape` into a real SQLite file
 and a Postgres database (a small N): the tokens of each kind, their tasks, timers, search keys
-and audit rows, ledger data as the store writes it, and `/stats`'s figures true (spec 95 §3)."""
+and audit rows, ledger data as the store writes it, and `/stats`'s figures true."""
 
 from __future__ import annotations
 

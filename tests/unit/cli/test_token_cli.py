@@ -1,4 +1,4 @@
-"""The `token` commands: arguments, printed lines and error sentences (spec 50 §3)."""
+"""The `token` commands: arguments, printed lines and error sentences."""
 
 from __future__ import annotations
 
@@ -271,7 +271,7 @@ def test_a_closed_stdout_ends_quietly() -> None:
 def test_show_prints_the_trace_id_of_a_token_with_a_trace(
     server: tuple[str, Script], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Spec 97 §2: `GET /tokens/{id}` has `trace_id` when the token has a trace.
+    # With tracing, `GET /tokens/{id}` has `trace_id` when the token has a trace.
     url, script = server
     monkeypatch.setenv("TZ", "UTC")
     import time

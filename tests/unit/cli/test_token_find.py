@@ -1,4 +1,4 @@
-"""`stateous token find KEY=VALUE ...` (spec 95 §1): its arguments, the query it sends and what
+"""`stateous token find KEY=VALUE ...`: its arguments, the query it sends and what
 it prints, against the client's scripted server on a real socket."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Every command of the CLI answers a mistake in its own line with click's usage line and exit 2
-(spec 50 §1.3), before it asks any control plane."""
+"""Every command of the CLI answers a mistake in its own line with click's usage line and exit 2,
+before it asks any control plane."""
 
 from __future__ import annotations
 
@@ -172,7 +172,7 @@ def test_the_mistakes_of_the_issue(
 def test_a_migrate_context_that_is_no_json_object_is_an_error_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # As `token move --context`: a bad JSON argument is an expected error (spec 50 §1.4), exit 1.
+    # As `token move --context`: a bad JSON argument is an expected error, exit 1.
     code, out, err = run(["token", "migrate", "T-1", "--context", "[1]", "--url", DEAD_URL], capsys)
     assert (code, out) == (1, "")
     assert err == 'error: --context must be a JSON object, such as \'{"repo": "acme/api"}\'\n'

@@ -1,4 +1,4 @@
-"""The lines of versions on the command line (spec 90 §3, §5): a token's version on its first
+"""The lines of versions on the command line: a token's version on its first
 line, a dry run's refusals by code, a version's row."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`Client.retry`, `Client.move` and `Client.why` (spec 80 §3-4): the exact requests they send."""
+"""`Client.retry`, `Client.move` and `Client.why`: the exact requests they send."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`compile --against`'s comparison of two graphs (spec 90 §6): each finding kind, exact lines."""
+"""`compile --against`'s comparison of two graphs: each finding kind, exact lines."""
 
 from __future__ import annotations
 

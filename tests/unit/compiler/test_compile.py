@@ -1,4 +1,4 @@
-"""Compiling flow.py: loading (§4.2), whole-graph validation (§4.3), names (§4.4), the examples."""
+"""Compiling flow.py: loading, whole-graph validation, names, the examples."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The overlap proof of spec 10 §3.5: the worked results, and properties checked with random data."""
+"""The overlap proof of two guards (docs/guards.md): the worked results, and properties checked with
+random data."""
 
 from __future__ import annotations
 
@@ -111,7 +112,8 @@ def prove(a: str, b: str, event: str = "ev") -> Any:
         ("ctx['free']", "ctx['free'] == 0", Exclusive()),
         ("ctx['free']", "ctx['free'] != 0", Overlap("ctx['free'] = -1")),
         ("ctx['free'] in [1]", "ctx['free'] == 1.0", Overlap("ctx['free'] = 1")),
-        # Beyond §3.5.5: "\0" stands for the strings between "" and the smallest literal.
+        # Beyond the usual candidate values: "\0" stands for the strings between "" and the
+        # smallest literal.
         ("ctx['s']", "ctx['s'] < 'a'", Overlap("ctx['s'] = '\\x00'")),
         ("ctx['s'] > 'a'", "ctx['s'] < 'b'", Overlap("ctx['s'] = 'a\\x00'")),
         ("ctx['s'] == ''", "ctx['s'] > ''", Exclusive()),

@@ -1,4 +1,4 @@
-"""Search keys (spec 95 §1): `flow.search(...)`, its compile checks and the graph's `search`."""
+"""Search keys: `flow.search(...)`, its compile checks and the graph's `search`."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.unit.model import reference as ref
 
 HEAD = "from stateous import END, START, Workflow\nfrom pydantic import BaseModel\n"
 
-#: The starter of spec 10 §5.10 without `into=`, whose checksum is a test vector.
+#: The first `orders` starter, without `into=`, whose checksum is a test vector.
 ORDERS = """
 from schemas import Item, Verdict
 flow = Workflow("orders", context=Item)

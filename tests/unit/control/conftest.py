@@ -23,7 +23,7 @@ def store(migrated_db_url: str) -> Iterator[Store]:
 
 @pytest.fixture
 def clock() -> FakeClock:
-    """A clock at seed 000's first time."""
+    """A clock at FakeClock's start, the time ORDER-1 is started in the reference rows."""
     return FakeClock()
 
 

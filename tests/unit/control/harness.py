@@ -36,9 +36,9 @@ from tests.support.rows import ledger_rows
 
 
 def _spec_dev() -> dict[str, Any]:
-    """The parallel example of spec 10 §9.3 / §5.11 exactly, built on the shared `DEV`.
+    """The parallel example of examples/parallel exactly, built on the shared `DEV`.
 
-    The shared graph has a simpler `security-review`; the spec's `triage` retries once and goes
+    The shared graph has a simpler `security-review`; the example's `triage` retries once and goes
     on to `approved` only when its payload `Verdict` says `ok`, and its `Review` needs `branch`.
     """
     doc = variant(DEV_SHARED)
@@ -54,12 +54,12 @@ def _spec_dev() -> dict[str, Any]:
     schemas = doc["schemas"]
     schemas["Review"]["properties"]["branch"] = {"type": "string"}
     schemas["Review"]["required"] = ["repo", "branch"]
-    schemas["Verdict"] = schemas.pop("Ok")  # the same schema under the spec's name, last
+    schemas["Verdict"] = schemas.pop("Ok")  # the same schema under the example's name, last
     return doc
 
 
 DEV: dict[str, Any] = _spec_dev()
-"""`dev`, `security-review` and `design-review` as spec 10 §9.3 compiles them."""
+"""`dev`, `security-review` and `design-review` as examples/parallel compiles them."""
 
 
 @dataclass

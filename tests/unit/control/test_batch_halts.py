@@ -1,4 +1,4 @@
-"""The rule that keeps a task's messages in order in `POST /tasks/messages` (spec 75 §2): which
+"""The rule that keeps a task's messages in order in `POST /tasks/messages`: which
 messages are held back after one failed for the moment, also when a deadlock reruns them."""
 
 from __future__ import annotations

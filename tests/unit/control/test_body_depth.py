@@ -1,4 +1,4 @@
-"""`parse_body`'s limit of 64 levels (spec 20 §1.7), with the count of brackets that lets most
+"""`parse_body`'s limit of 64 levels, with the count of brackets that lets most
 bodies skip the walk of their values."""
 
 from __future__ import annotations

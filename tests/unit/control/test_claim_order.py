@@ -1,4 +1,4 @@
-"""The claim's choice (spec 30 §3.3): the oldest queued task of an active token among the served
+"""The claim's choice: the oldest queued task of an active token among the served
 states, read one bounded part per state; on both backends."""
 
 from __future__ import annotations

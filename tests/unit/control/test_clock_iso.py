@@ -1,4 +1,5 @@
-"""`iso()` writes the times of spec 20 §1.1: its quick path gives exactly the old text."""
+"""`iso()` writes the API's times (UTC with a trailing `Z`): its quick path gives exactly the old
+text."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The clock's tick (spec 30 §3.8, spec 20 §2.3-2.5): the hold and `since`, and failing ticks."""
+"""The clock's tick: the hold and `since`, and failing ticks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fire, claim, heartbeat, report, note and memory: rows and refusals of spec 30 §3.2-3.7."""
+"""Fire, claim, heartbeat, report, note and memory: the rows and refusals of each."""
 
 from __future__ import annotations
 

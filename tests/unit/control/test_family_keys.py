@@ -1,4 +1,4 @@
-"""The family lock taken by Postgres itself (spec 30 §1.4): the key it computes for a task's
+"""The family lock taken by Postgres itself: the key it computes for a task's
 token is `family_key` of the token's top, so a report waits for a family locked elsewhere."""
 
 from __future__ import annotations

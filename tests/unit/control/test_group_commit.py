@@ -1,4 +1,4 @@
-"""Shared commits (spec 75 §4) on a real store: operations queued together share one transaction,
+"""Shared commits on a real store: operations queued together share one transaction,
 without savepoints unless one fails, each with its own `at`; a refused one rolls back alone; a
 failed commit fails them all with `503 database_busy` and applies none."""
 

@@ -1,4 +1,5 @@
-"""Lease expiry and retries (spec 30 §3.9, §2.10): the crashed supervisor of §4.4, §4.9, old attempts."""
+"""Lease expiry and retries: a crashed supervisor's task tried again, a held `error` that cannot
+apply, old attempts."""
 
 from __future__ import annotations
 
@@ -134,7 +135,8 @@ def test_a_lease_that_ends_while_paused(engine: Engine) -> None:
 
 
 def test_a_held_error_that_cannot_apply(engine: Engine) -> None:
-    """Spec 30 §4.9."""
+    """A paused token's last attempt ends with its lease: `error` is held, then dropped at the
+    resume, and the token fails."""
     engine.start("T", {"repo": "r"})
     engine.fire("T", "done")
     assert engine.claim("box-1", ["testing"]) is not None

@@ -1,4 +1,4 @@
-"""The listings' pages (issue 32, spec 95 §3) in the store, on both databases: the cursor's
+"""The listings' pages (issue 32) in the store, on both databases: the cursor's
 round trip and refusals; the token listing's keyset and its prefix and search-key probes (few
 ids taken, many walked), each filter walking its index with the limit; the inbox walking
 `tasks_waiting` and an actor's acts walking `audit_actor` (plans as in test_live_indexes)."""

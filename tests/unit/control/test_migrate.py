@@ -1,5 +1,5 @@
-"""Moving a live or failed token to another version (spec 90 §5), on SQLite and Postgres: each
-refusal in the spec's order (and that it writes nothing), the rows of the effect exactly, a
+"""Moving a live or failed token to another version, on SQLite and Postgres: each
+refusal in its documented order (and that it writes nothing), the rows of the effect exactly, a
 paused and a failed token, idempotency keys, and the history line."""
 
 from __future__ import annotations

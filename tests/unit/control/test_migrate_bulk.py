@@ -1,7 +1,7 @@
-"""A bulk `migrate` (spec 90 §5) on SQLite and Postgres: the dry run checks every matched token
+"""A bulk `migrate` on SQLite and Postgres: the dry run checks every matched token
 against the live data (refusals by code, the first ids of each) and writes nothing; the job
 applies each token with the route's engine function and skips refused ones by code; the
-filter's `structure` (spec 90 §3) and states of older versions."""
+filter's `structure` and states of older versions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Migration 0011 on a database of before versions (spec 90 §1): each token and each open task
+"""Migration 0011 on a database of before versions: each token and each open task
 gets the structure on record; `serve` then records that graph, or refuses another structure
 while tokens live on one whose graph it has never seen."""
 

@@ -1,4 +1,5 @@
-"""ORDER-1 and ORDER-2 of seed 000 / spec 30 §4.1, driven through the engine with a fake clock."""
+"""ORDER-1 and ORDER-2 of the getting-started walkthrough, driven through the engine with a fake
+clock: ORDER-1's rows are those docs/data.md shows."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Parallel states and joins (spec 30 §3.14-3.16, 05 §2): §4.6, §4.7, §4.8 and §4.10 row by row."""
+"""Parallel states and joins, `into=` on a parallel state, and the worked examples row by row:
+join all, join any, a pause across a family, a parent that fails while children run."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def into_reviews(engine: Engine, token: str = "TICKET-1") -> None:
 
 
 def test_join_all(store: Store, clock: FakeClock) -> None:
-    """Spec 30 §4.6."""
+    """`join="all"`: both children end, and the join takes the parent back to `coding`."""
     engine = engine_for(store, clock, dev())
     into_reviews(engine)
     for second, action in (
@@ -130,7 +131,7 @@ def test_a_child_state_is_claimed_as_workflow_slash_state(store: Store, clock: F
 
 
 def test_join_any_cancels_the_other_child(store: Store, clock: FakeClock) -> None:
-    """Spec 30 §4.7: the design child completes first; the claimed security child is cancelled."""
+    """`join="any"`: the design child completes first; the claimed security child is cancelled."""
     engine = engine_for(store, clock, dev("any"))
     into_reviews(engine)
     engine.claim("box", ALL)  # task 2, security
@@ -158,7 +159,8 @@ def test_join_any_cancels_the_other_child(store: Store, clock: FakeClock) -> Non
 
 
 def test_join_any_while_paused_the_first_arrival_wins(store: Store, clock: FakeClock) -> None:
-    """Spec 30 §4.7, second paragraph."""
+    """`join="any"` with both reports held while paused: at the resume the child whose event
+    arrived first goes on, and the other is cancelled."""
     engine = engine_for(store, clock, dev("any"))
     into_reviews(engine)
     engine.claim("box", ALL)
@@ -193,7 +195,7 @@ def test_join_any_while_paused_the_first_arrival_wins(store: Store, clock: FakeC
 
 
 def test_cancel_of_a_paused_family(store: Store, clock: FakeClock) -> None:
-    """Spec 30 §4.7, last paragraph: one transaction, every held event dropped."""
+    """The cancel of a paused family: one transaction, every held event dropped."""
     engine = engine_for(store, clock, dev())
     into_reviews(engine)
     engine.pause("TICKET-1")
@@ -227,7 +229,8 @@ def test_cancel_of_a_paused_family(store: Store, clock: FakeClock) -> None:
 
 
 def test_pause_across_a_family_and_the_replay_order(store: Store, clock: FakeClock) -> None:
-    """Spec 30 §4.8."""
+    """A pause across a family: reports and fires are held, and the resume replays them in the
+    order they arrived."""
     sec, des = "TICKET-2.reviews.1.security-review", "TICKET-2.reviews.1.design-review"
     engine = engine_for(store, clock, dev())
     into_reviews(engine, "TICKET-2")
@@ -296,7 +299,7 @@ def test_pause_across_a_family_and_the_replay_order(store: Store, clock: FakeClo
 
 
 def test_a_parent_that_fails_while_children_run(store: Store, clock: FakeClock) -> None:
-    """Spec 30 §4.10: both timeouts due on one tick fire in `due_at` order."""
+    """Both timeouts due on one tick fire in `due_at` order."""
     doc = dev()
     doc["transitions"] = [t for t in doc["transitions"] if t.get("on") != "timeout"]
     engine = engine_for(store, clock, doc)
@@ -481,7 +484,7 @@ def test_a_start_into_a_parallel_state_checks_the_children_first(
 
 
 def test_arrival_numbers_restart_after_each_pause(store: Store, clock: FakeClock) -> None:
-    """Spec 30 §2.4: only events held now count, not those a member replayed before it ended."""
+    """Arrival numbers: only events held now count, not those a member replayed before it ended."""
     engine = engine_for(store, clock, dev())
     into_reviews(engine)
     engine.pause("TICKET-1")

@@ -1,4 +1,5 @@
-"""Pause, resume and cancel (spec 30 §3.11-3.13): TICKET-3 of §4.2 row by row, and the refusals."""
+"""Pause, resume and cancel: TICKET-3 (pause, fire, resume, cancel, fire) row by row, and the
+refusals."""
 
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ def test_ticket_3_pause_held_event_resume_cancel(engine: Engine) -> None:
         ("timeout", "timeout", "cancelled"),
     ]
     assert engine.query("SELECT status FROM tasks ORDER BY id") == [("cancelled",), ("cancelled",)]
-    # `stateous token show TICKET-3` in a zone two hours east of UTC: the 17 lines of spec 30 §4.2.
+    # `stateous token show TICKET-3` in a zone two hours east of UTC: its 17 lines.
     with engine.store.begin() as conn:
         wire, entries = reads.read_token(conn, "TICKET-3"), reads.history(conn, "TICKET-3")
     lines = [str(line) for line in show_lines(wire, [], entries, timezone(timedelta(hours=2)))]
@@ -175,7 +176,7 @@ def test_cancel_deletes_memory_and_closes_everything(engine: Engine) -> None:
 
 
 def test_a_running_routine_goes_on_while_paused(engine: Engine) -> None:
-    """Spec 30 §3.11: heartbeats, notes, memory and `waiting` apply; an outcome is decided first."""
+    """While paused, heartbeats, notes, memory and `waiting` apply; an outcome is decided first."""
     from stateous.control.engine.heartbeat import heartbeat
     from stateous.control.engine.moves import Schedule
     from stateous.control.engine.report import Outcome

@@ -1,9 +1,9 @@
 """Seeded random interleavings of fire, claim, report, heartbeat, pause, resume, cancel and ticks.
 
 Over `sdlc` and the parallel `dev` (join all and join any), on each backend, every step is one
-real engine call (refusals are expected and ignored) followed by a check of the invariants of
-spec 30 §5. A failing seed prints its step log, so the run can be replayed exactly.
-STATEOUS_RANDOM_STEPS and STATEOUS_RANDOM_SEEDS change the amount (defaults 100 and 3).
+real engine call (refusals are expected and ignored) followed by a check of the engine's
+invariants (docs/reliability.md). A failing seed prints its step log, so the run can be replayed
+exactly. STATEOUS_RANDOM_STEPS and STATEOUS_RANDOM_SEEDS change the amount (defaults 100 and 3).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ ADVANCES = (0, 0, 1, 30, 121, 600, 3600, 7200, 2 * 86400 + 1)
 SUPERVISORS = ("box-1", "box-2")
 ENDED = ("completed", "failed", "cancelled")
 OPEN = ("queued", "claimed", "waiting")
-# What a paused token's ledger may gain (spec 30 §3.11): never a move, an entry or an end.
+# What a paused token's ledger may gain: never a move, an entry or an end.
 WHILE_PAUSED = {
     "event_deferred", "task_done", "task_failed", "task_retrying", "note", "memory_set",
     "memory_deleted", "context_changed", "timer_set", "task_waiting", "event_rejected",

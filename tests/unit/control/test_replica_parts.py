@@ -1,6 +1,6 @@
-"""The parts of spec 85 inside one process: a replica's hold and clock, the presence rows, and
-wake-ups for one state (on real databases; the processes themselves are in
-tests/integration/control/test_replicas.py)."""
+"""The parts of replicas (several control planes on one Postgres) inside one process: a replica's
+hold and clock, the presence rows, and wake-ups for one state (on real databases; the processes
+themselves are in tests/integration/control/test_replicas.py)."""
 
 from __future__ import annotations
 

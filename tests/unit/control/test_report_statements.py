@@ -1,4 +1,4 @@
-"""The statements of a report, as the driver receives them (spec 75 §5): one change of the
+"""The statements of a report, as the driver receives them: one change of the
 token's row per report, and on Postgres four statements in all, for a move to the next state
 as for an end (the family lock, the task, the leave with the next task, then the token's
 change, its memory and the ledger rows)."""

@@ -1,4 +1,4 @@
-"""The cut as `serve --retain`'s log line shows it (spec 95 §2)."""
+"""The cut as `serve --retain`'s log line shows it."""
 
 from __future__ import annotations
 

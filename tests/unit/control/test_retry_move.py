@@ -1,4 +1,4 @@
-"""Retry a failed token and move a token by hand (spec 80 §3): every refusal and every row."""
+"""Retry a failed token and move a token by hand: every refusal and every row."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The route table of spec 97 §3 (stateous.control.api.roles): every route of the app has its
+"""The roles' route table (stateous.control.api.roles): every route of the app has its
 line, each role passes exactly the routes of its list, and a refusal names the token's scope."""
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ def app_routes() -> set[tuple[str, str]]:
 def test_every_route_of_the_app_has_a_line_in_the_table() -> None:
     routes = app_routes()
     assert routes - ROUTES.keys() == set()
-    # The table names no route the app lacks but the schedules of spec 97 §1.
+    # The table names no route the app lacks but the schedules' routes.
     assert {r for r in ROUTES.keys() - routes if not r[1].startswith("/schedules")} == set()
 
 
-#: The spec's lists, route by route: which roles may call it.
+#: The roles' documented lists (docs/security.md), route by route: which roles may call it.
 EVERYONE: set[Role] = {"read", "operate", "supervise", "admin"}
 EXPECTED: list[tuple[str, str, set[Role]]] = [
     ("GET", "/tokens", {"read", "operate", "admin"}),

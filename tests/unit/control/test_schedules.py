@@ -1,4 +1,4 @@
-"""Schedules on the clock (spec 97 §1), on SQLite and Postgres with a fake clock: the token of
+"""Schedules on the clock, on SQLite and Postgres with a fake clock: the token of
 each due slot started once, by `catch_up` after downtime, across daylight-saving changes, by
 two clocks on one database, and the operator's acts with their audit rows."""
 
@@ -253,7 +253,7 @@ def test_tokens_start_on_the_version_current_at_their_slot(store: Store, clock: 
     clock.set(T0)
     engine = Engine(store, clock, EngineConfig(old_graph))
     add(engine, hourly())
-    engine.config.versions.make_current(new_graph)  # served meanwhile (spec 90)
+    engine.config.versions.make_current(new_graph)  # served meanwhile
     engine.tick(30)
     assert engine.token("hourly-20261016T0900")["structure"] == new_graph.structure
     assert old_graph.structure != new_graph.structure

@@ -1,4 +1,4 @@
-"""Many starts in one operation (`start_many`, spec 75 §3, §5) write exactly what `start` writes
+"""Many starts in one operation (`start_many`) write exactly what `start` writes
 one by one: the same answers, token rows, tasks, timers, ledger rows and audit rows, for new,
 existing, case-folded, repeated and refused starts alike; and a race refuses the whole part."""
 

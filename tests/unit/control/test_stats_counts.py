@@ -1,5 +1,5 @@
 """The counts of `GET /stats` and `GET /metrics` kept by migration 0013's and 0017's triggers
-(spec 95 §3) answer exactly what a scan of the tokens and tasks answers, after every kind of
+answer exactly what a scan of the tokens and tasks answers, after every kind of
 write, on SQLite and Postgres; on Postgres before and after the deltas are folded."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Timeouts and routine timers (spec 30 §3.10, §4.5), fired by the clock's tick with a fake clock."""
+"""Timeouts and routine timers, fired by the clock's tick with a fake clock."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def engine(store: Store, clock: FakeClock, sdlc: EngineConfig) -> Engine:
 
 
 def test_the_timer_of_a_waiting_task(engine: Engine) -> None:
-    """Spec 30 §4.5: `stuck` after 2h fires, and the waiting task is done."""
+    """A waiting task's routine timer: `stuck` after 2h fires, and the waiting task is done."""
     engine.start("T", {"repo": "r"})
     engine.claim("box", ["coding"])
     stuck = Schedule("stuck", None, "2h")

@@ -1,4 +1,4 @@
-"""Search keys (spec 95 §1): the rows of `token_keys` are written in the transaction of every
+"""Search keys: the rows of `token_keys` are written in the transaction of every
 context change of a top token, for the keys of the token's own version."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A child workflow under each version (spec 90 §1, §3): a child runs on its parent's
+"""A child workflow under each version: a child runs on its parent's
 structure, so the children of a parent of the older version take the older child workflow's
 events and queue tasks of the older version, beside those of a parent of the new one."""
 

@@ -1,4 +1,4 @@
-"""Tokens of an older version run on its graph after a new version is current (spec 90 §3):
+"""Tokens of an older version run on its graph after a new version is current:
 an event of the older version only is taken by its tokens and refused on the new ones; a
 timeout and retries of the older graph only still work for its tokens."""
 

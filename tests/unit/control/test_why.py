@@ -1,4 +1,4 @@
-"""Why is this token not moving? (spec 80 §4): one test per code, and a healthy token's one finding."""
+"""Why is this token not moving? One test per code, and a healthy token's one finding."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from tests.unit.control.harness import DEV, Engine, refusal
 
 T0 = datetime(2026, 10, 16, 20, 0, 0)
 CTX = {"title": "first order"}
-#: The orders graph's version as people read it (spec 90 §3: 8 hex digits).
+#: The orders graph's version as people read it (the first 8 hex digits of its checksum).
 ORDERS_VERSION = load_graph(graph_text(ORDERS)).checksum[7:15]
 
 

@@ -1,4 +1,4 @@
-"""The control plane's token file with names and roles (spec 80 §1, 97 §3): each line's shapes,
+"""The control plane's token file with names and roles: each line's shapes,
 a line without a role is `admin`, a bad role names its line, and the file must be private."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The authoring API's declaration errors: spec 10 §2.9, every message exactly."""
+"""The authoring API's declaration errors, raised at the call: every message exactly."""
 
 from __future__ import annotations
 

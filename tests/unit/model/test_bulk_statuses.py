@@ -1,4 +1,4 @@
-"""The statuses each bulk action selects when none is given (spec 80 §2, issue 30 item 4)."""
+"""The statuses each bulk action selects when none is given (issue 30 item 4)."""
 
 from __future__ import annotations
 

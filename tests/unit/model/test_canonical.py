@@ -1,4 +1,4 @@
-"""Canonical JSON, checksum, structure and the graph file text: spec 10 §5.6-5.7."""
+"""Canonical JSON, checksum, structure and the graph file text, against the reference values."""
 
 from __future__ import annotations
 

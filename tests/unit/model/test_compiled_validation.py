@@ -1,4 +1,4 @@
-"""Validators compiled once (spec 75 §5) judge exactly as Python's `jsonschema` does: the same
+"""Validators compiled once judge exactly as Python's `jsonschema` does: the same
 verdict and the same messages, for tricky values too."""
 
 from __future__ import annotations

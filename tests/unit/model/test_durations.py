@@ -1,4 +1,5 @@
-"""Durations: spec 10 §2.7."""
+"""Durations: a whole number from 1 (no leading zero) and one unit of s, m, h or d, at most
+3650d; anything else refused with one of two messages."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reading a graph file: spec 10 §5.8."""
+"""Reading a graph file: each check a reader makes, and its message."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A graph file's `search` keys (spec 95 §1): `Graph.search`, the reader's checks, the hashes."""
+"""A graph file's `search` keys: `Graph.search`, the reader's checks, the hashes."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Guards are read by Python's own parser (`ast.parse`), which refuses some texts with
 `ValueError`, `MemoryError` or `RecursionError` rather than `SyntaxError`; each of them
-must come out as `not a valid expression` (spec 10 §3.2).
+must come out as `not a valid expression`.
 """
 
 from __future__ import annotations

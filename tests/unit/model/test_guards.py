@@ -1,4 +1,4 @@
-"""The guard language: parsing (spec 10 §3.1-3.2) and evaluation (§3.4)."""
+"""The guard language (docs/guards.md): parsing, its error messages, and evaluation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The rendering of `token show`: every ledger kind of spec 50 §3.8, token lines, listings."""
+"""The rendering of `token show`: the history line of every ledger kind, token lines, listings."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from stateous.model.history import (
 T0 = "2026-10-06T23:43:39Z"
 T1 = "2026-10-06T23:43:47.575304Z"
 
-# One history that holds every ledger kind of spec 30 §1.6, in both forms where the table has two.
+# One history that holds every ledger kind, in both forms where a kind has two.
 EVERY_KIND: list[tuple[str, dict[str, Any], str]] = [
     ("started", {"context": {"repo": "acme/api"}}, "started"),
     ("started", {"context": {}, "parent": "T-1"}, "started by T-1"),

@@ -1,4 +1,4 @@
-"""The `by` suffix of an operator's act in `token show` and the console (spec 80 §1)."""
+"""The `by` suffix of an operator's act in `token show` and the console."""
 
 from __future__ import annotations
 

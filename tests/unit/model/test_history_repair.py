@@ -1,4 +1,4 @@
-"""History lines of retry and move (spec 80 §3), with the `by` suffix of §1 when given."""
+"""History lines of retry and move, with the `by` suffix (who, and why) when given."""
 
 from __future__ import annotations
 

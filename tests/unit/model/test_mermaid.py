@@ -1,4 +1,4 @@
-"""The Mermaid diagram of spec 10 §8, on the reference graph files."""
+"""The Mermaid diagram of `token show --graph`, on the reference graph files."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Schedules' fields and slots (spec 97 §1): the checks naming the part, the slots in a zone
+"""Schedules' fields and slots: the checks naming the part, the slots in a zone
 with daylight-saving time, and what each `catch_up` starts after downtime."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The shared part of the traces (spec 97 §2): when tracing is on, the W3C `traceparent` text,
+"""The shared part of the traces: when tracing is on, the W3C `traceparent` text,
 and spans made with explicit times and parents, into the SDK's in-memory exporter."""
 
 from __future__ import annotations

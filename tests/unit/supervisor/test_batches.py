@@ -1,4 +1,4 @@
-"""The supervisor's batches (spec 75 §1-2) against control planes with and without them: claims
+"""The supervisor's batches against control planes with and without them: claims
 with `max` and their fallback, and the sender's `POST /tasks/messages` with its fallback.
 
 The control plane here is an httpx transport standing in for other versions of the control

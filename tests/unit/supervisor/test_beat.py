@@ -1,4 +1,4 @@
-"""The supervisor's beat (spec 80 §5): at start, every `beat` seconds and at a graceful stop;
+"""The supervisor's beat: at start, every `beat` seconds and at a graceful stop;
 independent of claims; one log line and no more beats from a control plane without the route.
 
 The control plane here is an httpx transport standing in for control planes with and without

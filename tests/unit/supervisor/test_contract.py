@@ -1,4 +1,4 @@
-"""contract.py generation (spec 40 §2.2): the spec's examples byte for byte, errors, hostile input."""
+"""contract.py generation: the reference examples byte for byte, errors, hostile input."""
 
 from __future__ import annotations
 

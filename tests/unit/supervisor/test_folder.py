@@ -1,4 +1,5 @@
-"""The folder's checks (spec 40 §2.5, §2.6, §4.2 steps 5-6) and the outbox (§5)."""
+"""The folder's checks (stateous.yaml's keys and errors, loading the routines, at least one
+routine) and the outbox."""
 
 from __future__ import annotations
 

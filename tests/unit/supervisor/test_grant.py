@@ -57,6 +57,6 @@ def test_the_openapi_models_have_the_fields_of_the_one_definition() -> None:
     assert list(Grant.model_fields) == list(get_type_hints(GrantWire))
     assert list(EnteredBy.model_fields) == list(get_type_hints(EnteredByWire)) == ["name"]
     assert Grant.model_fields["entered_by"].annotation is EnteredBy
-    # `traceparent` (spec 97 §2) is additive: only a token with a trace has it.
+    # `traceparent` is additive: only a token with a trace has it.
     required = [key for key in get_type_hints(GrantWire) if key != "traceparent"]
     assert Grant.model_json_schema()["required"] == required

@@ -1,4 +1,4 @@
-"""The supervisor's long-poll claims (spec 70 §2): `wait` in each claim, and the fallback to
+"""The supervisor's long-poll claims: `wait` in each claim, and the fallback to
 claiming each second when a control plane of the base design refuses or ignores the field.
 
 The control plane here is an httpx transport standing in for other versions of the control

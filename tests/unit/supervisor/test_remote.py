@@ -1,4 +1,4 @@
-"""What counts as an answer of the control plane, and the log text of no answer (spec 40 §4.8)."""
+"""What counts as an answer of the control plane, and the log text of no answer."""
 
 from __future__ import annotations
 

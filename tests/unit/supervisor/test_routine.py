@@ -1,4 +1,4 @@
-"""The routine API (spec 40 §3): Occurrence, StateRef, Context, memory, notes, timers."""
+"""The routine API: Occurrence, StateRef, Context, memory, notes, timers."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The supervisor's start-up against control planes with and without versions (spec 90 §4):
-a contract of another checksum is refused with spec 10 §7's sentence when the control plane has
+"""The supervisor's start-up against control planes with and without versions:
+a contract of another checksum is refused with the sentence of any contract for another version
+(run `stateous init supervisor` again) when the control plane has
 no `GET /workflow/versions` (one checksum only, as before) or when its versions lack it.
 
 The control plane here is an httpx transport standing in for both kinds (the real one is tested

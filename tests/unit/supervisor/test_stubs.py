@@ -1,4 +1,4 @@
-"""Routine states, stub file names and stub text (spec 40 §2.3)."""
+"""Routine states, stub file names and stub text."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ def load(name: str) -> dict[str, Any]:
 
 
 def many() -> dict[str, Any]:
-    """The workflow of spec 40 §2.8: `queue`, a clash of names, two child workflows."""
+    """The workflow of `init supervisor`'s example runs: `queue`, a clash of names, two child
+    workflows."""
     doc = load("changes.json")
     doc["states"] = {
         "coding": {"emits": ["done"]},

@@ -276,7 +276,7 @@ MEMORY: dict[str, list[dict[str, Any]]] = {
 
 
 def refuse(status: int, code: str, message: str) -> Response[Any]:
-    """The refusal envelope of spec 20 §1.7."""
+    """The refusal envelope: `{"error": <sentence>, "code": <code>}` with its status."""
     return Response({"error": message, "code": code}, status_code=status)
 
 

@@ -1,4 +1,4 @@
-"""The recorded control plane's routes of spec 80 §3-4: why, retry and move.
+"""The recorded control plane's repair routes: why, retry and move.
 
 Each keeps the rules the console relies on: a child refused, only a failed token retried, a move
 only to a state of the workflow; a retry or a move adds its history entry.

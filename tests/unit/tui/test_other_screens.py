@@ -47,8 +47,8 @@ async def test_leases_sorted_by_lease_remaining_with_supervisors_and_queue(
             ["8", "ORDER-9", "review", "1", "waiting", "build-box-2", "-", "?"],
         ]
         supervisors = app.screen.query_one("#supervisors", DataTable)
-        # No registry here (the recorded plane predates spec 80 §5): the held tasks tell, the
-        # waiting task 8 counting for build-box-2 though its lease tells no renewal.
+        # No registry here (the recorded plane predates the supervisors' beat): the held tasks tell,
+        # the waiting task 8 counting for build-box-2 though its lease tells no renewal.
         assert [plain(supervisors.get_row(str(r.value))) for r in supervisors.rows] == [
             ["build-box-1", "-", "2", "50s ago"],
             ["build-box-2", "-", "2", "1m 35s ago"],

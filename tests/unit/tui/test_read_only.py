@@ -1,4 +1,4 @@
-"""The console with a `read` token (spec 97 §3): `GET /health` answers `"access": "read"`; every
+"""The console with a `read` token: `GET /health` answers `"access": "read"`; every
 screen shows, the keys that act show `read only` in the footer and do nothing (no request, no
 form), the help marks them, the palette leaves them out; a snapshot of the footer."""
 

@@ -1,4 +1,4 @@
-"""The `o` screen's registry rows and the URL a folder's supervisor really uses (spec 80 §5)."""
+"""The `o` screen's registry rows and the URL a folder's supervisor really uses."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The token screen's findings (spec 80 §4) and the repair keys `R` and `m` (spec 80 §3)."""
+"""The token screen's findings and the repair keys `R` and `m`."""
 
 from __future__ import annotations
 

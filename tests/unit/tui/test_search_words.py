@@ -1,4 +1,4 @@
-"""What `/` on the tokens screen takes (spec 95 §1): an id prefix, `KEY=VALUE` words, or both."""
+"""What `/` on the tokens screen takes: an id prefix, `KEY=VALUE` words, or both."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The console's lines of versions (spec 90 §5): names of 8 hex digits, the header's
+"""The console's lines of versions: names of 8 hex digits, the header's
 `versions 2`, a dry run's refusals, why one token cannot migrate; and `v` over recorded answers."""
 
 from __future__ import annotations
