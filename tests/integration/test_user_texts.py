@@ -76,8 +76,12 @@ def texts(path: Path) -> Iterator[tuple[int, str]]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     documentation = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
     for node in ast.walk(tree):
-        is_text = isinstance(node, ast.Constant) and isinstance(node.value, str)
-        if is_text and id(node) not in documentation:
+        # One condition, so that mypy narrows `node` to a constant with a text.
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in documentation
+        ):
             yield node.lineno, node.value
 
 
