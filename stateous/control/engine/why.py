@@ -1,7 +1,8 @@
-"""Why is this token not moving? (spec 80 §4): `GET /tokens/{id}/why`.
+"""Why is this token not moving? `GET /tokens/{id}/why`.
 
-Reads only, in one transaction, and answers the findings most important first (the order of the
-spec's table). A live token always gets at least one finding; a healthy moving token gets
+Reads only, in one transaction, and answers the findings most important first (the order of
+`CODES`). A claimed task always gets `claimed`, and `supervisor_gone` after it when its holder
+is not live. A live token always gets at least one finding; a healthy moving token gets
 exactly one (`claimed`, or `queued_behind` with the number of tasks ahead, possibly none).
 """
 
@@ -37,7 +38,7 @@ CODES = (
     "ended", "paused", "no_supervisor", "queued_behind", "claimed", "supervisor_gone",
     "retrying", "waiting_outside", "timer", "children", "last_event_refused",
 )  # fmt: skip
-"""The codes of spec 80 §4, most important first: findings are answered in this order."""
+"""The codes of `why`, most important first: findings are answered in this order."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ def _task_findings(tx: Tx, token: TokenRecord, task: TaskRecord) -> Iterator[Fin
     if task.status == "queued" and token.status == "active":
         yield from _queued(tx, token, task, name)
     elif task.status == "claimed":
-        yield _claimed(tx, token, task)
+        yield from _claimed(tx, token, task)
     elif task.status == "waiting":
         yield _waiting(tx, token, task)
     failure = _last_failure(tx, token, task)
@@ -213,21 +214,29 @@ def _claim_time(tx: Tx, token: TokenRecord, task: TaskRecord) -> datetime | None
     return next((r.at for r in reversed(rows) if r.data.get("task") == task.id), None)
 
 
-def _claimed(tx: Tx, token: TokenRecord, task: TaskRecord) -> Finding:
+def _claimed(tx: Tx, token: TokenRecord, task: TaskRecord) -> Iterator[Finding]:
+    """`claimed` for every claimed task (who holds it, the attempt, when its lease ends); then
+    `supervisor_gone` when the holder is not live, saying what the lease's end will do."""
     holder = task.claimed_by or "?"
     lease = iso(task.lease_until) if task.lease_until else "?"
     since = _claim_time(tx, token, task)
     if seen_supervisors(tx.conn, tx.now, tx.config.versions).is_live(holder):
-        return _finding(
+        yield _finding(
             "claimed",
             f"{holder!r} works on task {task.id} (attempt {task.attempt}); its lease ends at "
             f"{lease} unless it beats",
             since,
         )
-    return _finding(
+        return
+    yield _finding(
+        "claimed",
+        f"{holder!r} holds task {task.id} (attempt {task.attempt}); its lease ends at {lease}",
+        since,
+    )
+    yield _finding(
         "supervisor_gone",
-        f"{holder!r} holds task {task.id} (attempt {task.attempt}) but is not live; its lease "
-        f"ends at {lease}, and then {_after_lease(tx, token, task)}",
+        f"{holder!r} is not live; when its lease on task {task.id} ends at {lease}, "
+        f"{_after_lease(tx, token, task)}",
         since,
     )
 

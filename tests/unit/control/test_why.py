@@ -222,14 +222,24 @@ def test_queued_behind_counts_up_to_a_thousand(orders: Why) -> None:
 
 
 def test_supervisor_gone(orders: Why) -> None:
+    """A claimed task whose holder is not live gets `claimed` (who, the attempt, the lease's
+    end) and then `supervisor_gone` (what the lease's end will do)."""
     orders.beat("box", ["draft"], ago=40)
     orders.start("A", CTX)
     orders.claim("box", ["draft"])
     lease = iso(T0 + timedelta(minutes=2))
-    assert orders.codes("A") == ["supervisor_gone"]
-    assert orders.sentences("A") == [
-        f"'box' holds task 1 (attempt 1) but is not live; its lease ends at {lease}, and then "
-        "its last attempt fails and the token fails ('draft' has no 'error')"
+    assert orders.why("A")["findings"] == [
+        {
+            "code": "claimed",
+            "sentence": f"'box' holds task 1 (attempt 1); its lease ends at {lease}",
+            "since": iso(T0),
+        },
+        {
+            "code": "supervisor_gone",
+            "sentence": f"'box' is not live; when its lease on task 1 ends at {lease}, its "
+            "last attempt fails and the token fails ('draft' has no 'error')",
+            "since": iso(T0),
+        },
     ]
 
 
@@ -237,8 +247,10 @@ def test_supervisor_gone_with_retries_left(store: Store, clock: FakeClock) -> No
     engine = engine_for(store, clock, SDLC)
     engine.start("T", {"repo": "acme/api"})
     engine.claim("box", ["coding"])  # 'box' never beat: not live
-    assert engine.codes("T") == ["supervisor_gone", "timer"]
-    assert engine.sentences("T")[0].endswith("and then the task is tried again (attempt 2)")
+    assert engine.codes("T") == ["claimed", "supervisor_gone", "timer"]
+    assert engine.sentences("T")[1].endswith(
+        "ends at 2026-10-16T20:02:00Z, the task is tried again (attempt 2)"
+    )
 
 
 def test_retrying(orders: Why) -> None:
