@@ -46,8 +46,9 @@ class InitError(StateousError):
     "--checksum",
     default=None,
     metavar="sha256:…",
-    help="The version to write the folder for, from a control plane's URL; "
-    "default: the version new tokens start on.",
+    help="The version to write the folder for, from a control plane's URL: its checksum, or "
+    "the first hex digits of it that `stateous versions` shows; default: the version new "
+    "tokens start on.",
 )
 def init_supervisor_command(
     source: str, folder: str, stateous_path: str | None, checksum: str | None
@@ -118,6 +119,8 @@ def _fetch(source: str, checksum: str | None = None) -> Mapping[str, Any]:
     problem = url_problem(source)
     if problem is not None:
         raise fail(problem)
+    if checksum is not None:
+        checksum = _full_checksum(source, checksum)
     params = {} if checksum is None else {"checksum": checksum}
     try:
         answer = httpx.get(source.rstrip("/") + "/workflow", params=params, timeout=30.0)
@@ -142,6 +145,28 @@ def _fetch(source: str, checksum: str | None = None) -> Mapping[str, Any]:
         # A control plane of before versions ignores `checksum=` and answers its own graph.
         raise fail(f"it answered the version {graph.checksum}, not {checksum}")
     return graph.doc
+
+
+def _full_checksum(source: str, given: str) -> str:
+    """The checksum `--checksum` names: all its digits, or a prefix of a version on record, as
+    `stateous versions` shows it (with or without `sha256:`), looked up as `token migrate --to`
+    does; InitError for a prefix that names none or several."""
+    from stateous.cli.version_names import resolve
+    from stateous.client import Client, ClientError
+    from stateous.model.environment import environment
+
+    wanted = given.lower().removeprefix("sha256:")
+    unknown = (
+        f"{source} never served a version that starts with {wanted}: "
+        f"`stateous versions --url {source}` lists the versions on record"
+    )
+    try:
+        with Client(source, auth_token=environment().auth_token) as client:
+            return resolve(client, given, unknown=unknown)
+    except ClientError as exc:
+        raise InitError(f"cannot fetch the workflow from {source}: {exc}") from None
+    except StateousError as exc:
+        raise InitError(exc.message) from None
 
 
 def _refusal(status: int, body: object) -> str:

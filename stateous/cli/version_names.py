@@ -1,5 +1,5 @@
-"""The versions as people read and name them (spec 90 §3, §5): 8 or 12 hex digits of a checksum,
-a `--to` prefix resolved to its checksum, and a token's version on its line."""
+"""The versions as people read and name them: 8 or 12 hex digits of a checksum, a prefix
+(`--to`, `--checksum`) resolved to its checksum, and a token's version on its line."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from typing import Any
 from stateous.client import Client
 from stateous.client.wire import wrong_shape
 from stateous.model.errors import StateousError
-from stateous.model.versions import PREFIX, digits, short
+from stateous.model.versions import PREFIX, digits, version_note
+
+__all__ = ["FIELDS", "VersionError", "resolve", "version_note", "version_rows"]
 
 FIELDS = ("checksum", "structure", "current", "first_served_at", "live")
 """The fields of each row of `GET /workflow/versions`."""
@@ -30,35 +32,25 @@ def version_rows(client: Client) -> list[dict[str, Any]]:
     return rows
 
 
-def resolve(client: Client, given: str) -> str:
-    """The checksum `--to` names: a full `sha256:` and 64 hex digits as it is (the control
-    plane says whether it is on record), else the one version on record whose hex digits start
-    with `given` (with or without `sha256:`); `VersionError` when none or several do."""
+def resolve(client: Client, given: str, *, unknown: str | None = None) -> str:
+    """The checksum `given` names (`token migrate --to`, `init supervisor --checksum`): a full
+    `sha256:` and 64 hex digits as it is (the control plane says whether it is on record), else
+    the one version on record whose hex digits start with `given` (with or without `sha256:`);
+    `VersionError` when none or several do. `unknown` is the sentence for a prefix that no
+    version starts with (default: one that points at `stateous versions`)."""
     wanted = given.lower().removeprefix(PREFIX)
     if len(wanted) == 64:
         return PREFIX + wanted
+    if not wanted:
+        raise VersionError(f"{given!r} names no version: give hex digits of a checksum")
     found = [str(row["checksum"]) for row in version_rows(client)]
     matches = [checksum for checksum in found if digits(checksum, 64).startswith(wanted)]
     if not matches:
         raise VersionError(
-            f"no version on record starts with {wanted}; see them with: stateous versions"
+            unknown
+            or f"no version on record starts with {wanted}; see them with: stateous versions"
         )
     if len(matches) > 1:
         named = ", ".join(f"{PREFIX}{digits(m, 12)}…" for m in matches)
         raise VersionError(f"{wanted} names {len(matches)} versions ({named}); give more digits")
     return matches[0]
-
-
-def version_note(token: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
-    """` (version 99ab12cd; new tokens start on 77ef12ab)` for a token that is not on the
-    current version's structure, else empty (also for a token or an answer without structures).
-
-    A token's version is the newest checksum of its structure (as `migrated`'s `from` says)."""
-    structure = token.get("structure")
-    current = next((row for row in rows if row.get("current") is True), None)
-    if not isinstance(structure, str) or current is None or current["structure"] == structure:
-        return ""
-    mine = next((row["checksum"] for row in rows if row.get("structure") == structure), None)
-    if mine is None:
-        return ""
-    return f" (version {short(mine)}; new tokens start on {short(current['checksum'])})"

@@ -158,3 +158,58 @@ def test_errors(tmp_path: Path) -> None:
         "error: cannot fetch the workflow from http://127.0.0.1:9: "
     )
     assert not (tmp_path / "x").exists()
+
+
+def _two_versions_sharing_a_digit() -> tuple[dict[str, Any], dict[str, Any], str]:
+    """Two graphs of the orders workflow that differ only in a timeout, whose checksums start
+    with the same hex digit (one of 17 timeouts always does), and that digit."""
+    from stateous.model.graph import load_graph
+    from tests.support.graphs import ORDERS, graph_text, variant
+
+    seen: dict[str, dict[str, Any]] = {}
+    for minutes in range(1, 18):
+        doc = variant(ORDERS)
+        doc["states"]["draft"]["timeout"] = f"{minutes}m"
+        digit = load_graph(graph_text(doc)).checksum[7]
+        if digit in seen:
+            return seen[digit], doc, digit
+        seen[digit] = doc
+    raise AssertionError("17 checksums with 16 first digits: two share one")
+
+
+def test_checksum_by_a_prefix_as_versions_shows_it(tmp_path: Path) -> None:
+    """`--checksum` takes the 12 hex digits `stateous versions` prints (with or without
+    `sha256:`); an ambiguous prefix names its candidates, an unknown one says so."""
+    from stateous.model.graph import load_graph
+    from tests.support import serve_process, sqlite_url
+    from tests.support.graphs import graph_text, write_graph
+
+    first, second, digit = _two_versions_sharing_a_digit()
+    old = load_graph(graph_text(first)).checksum
+    new = load_graph(graph_text(second)).checksum
+    db = sqlite_url(tmp_path)
+    with serve_process(write_graph(tmp_path, first, "first.json"), db, cwd=tmp_path):
+        pass
+    with serve_process(write_graph(tmp_path, second, "second.json"), db, cwd=tmp_path) as plane:
+        url = plane.url
+        for given, folder in ((old[7:19], "by-digits"), ("sha256:" + old[7:19], "by-name")):
+            done = run(url, folder, "--checksum", given, cwd=tmp_path)
+            assert (done.returncode, done.stderr) == (0, ""), done.stderr
+            contract = (tmp_path / folder / "contract.py").read_text()
+            assert f'__checksum__ = "{old}"' in contract
+        ambiguous = run(url, "both", "--checksum", digit, cwd=tmp_path)
+        assert (ambiguous.returncode, ambiguous.stdout, ambiguous.stderr) == (
+            1,
+            "",
+            f"error: {digit} names 2 versions (sha256:{new[7:19]}…, sha256:{old[7:19]}…); "
+            "give more digits\n",
+        )
+        other = "0" if digit != "0" else "1"
+        unknown = run(url, "none", "--checksum", other * 12, cwd=tmp_path)
+        assert (unknown.returncode, unknown.stdout, unknown.stderr) == (
+            1,
+            "",
+            f"error: {url} never served a version that starts with {other * 12}: "
+            f"`stateous versions --url {url}` lists the versions on record\n",
+        )
+    assert not (tmp_path / "both").exists() and not (tmp_path / "none").exists()
