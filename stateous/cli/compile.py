@@ -1,5 +1,6 @@
 """`stateous compile FLOW [--out FILE] [--against OLD [--strict]]`: check a workflow, write its
-graph file (spec 10 §4), and say what a migration from OLD would meet (spec 90 §6)."""
+graph file, and say what a migration from OLD would meet, and whether the new graph needs a
+supervisor folder of its own."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from stateous.compiler.build import compile_path, default_out_path
 from stateous.model.errors import StateousError
 from stateous.model.graph import Graph, GraphFileError, load_graph, read_graph_file
 
-__all__ = ["compile_command", "read_old_graph", "write_graph_file"]
+__all__ = ["compile_command", "new_structure_line", "read_old_graph", "write_graph_file"]
 
 
 def write_graph_file(path: str, text: str) -> None:
@@ -80,14 +81,26 @@ def compile_command(flow: str, out: str | None, against: str | None, strict: boo
     write_graph_file(path, compiled.text)
     click.echo(f"wrote {path}")
     if old is not None:
-        _print_findings(old, load_graph(compiled.text), strict)
+        _print_findings(old, load_graph(compiled.text), strict, against or "")
 
 
-def _print_findings(old: Graph, new: Graph, strict: bool) -> None:
+def _print_findings(old: Graph, new: Graph, strict: bool, against: str) -> None:
     from stateous.compiler.against import blocks, compare
 
     findings = compare(old, new)
     for finding in findings:
         click.echo(finding.line)
+    if old.structure != new.structure:
+        click.echo(new_structure_line(against))
     if strict and blocks(findings):
         sys.exit(1)  # no `error:` line: the findings above say why
+
+
+def new_structure_line(against: str) -> str:
+    """The line of a graph of another structure: once served, its tokens are granted only to a
+    supervisor of its version, so the old folder's supervisor leaves them queued."""
+    url = against.rstrip("/") if against.startswith(("http://", "https://")) else "URL"
+    return (
+        "new structure: its tokens need a supervisor folder of this version; once it is "
+        f"served, write one with `stateous init supervisor {url} NEW-FOLDER`"
+    )

@@ -4,7 +4,10 @@ Pure functions on two checked graph documents (`Graph`). The findings, in this o
 
 - one line per state of OLD's main workflow, in name order: `removed` when the new main workflow
   lacks it, `changed` when its events, payloads, transitions or parallel part differ;
-- then the `context` lines, in the new context model's field order;
+- then the context model's lines: each field of the new model, in its order, that tokens must
+  be given (`context`: required without a default, or of another type), that is new (`field`:
+  optional, or with a default) or whose schema changed otherwise (`field`); then each field the
+  new model no longer has (`field`), in the old model's order;
 - or, when only `timeout=`/`retries=` differ, the one `same_structure` line;
 - nothing when the checksums are equal.
 
@@ -22,7 +25,7 @@ from stateous.model.graph import START, Graph, StateSpec, TransitionSpec, Workfl
 
 __all__ = ["BLOCKING", "Finding", "FindingKind", "blocks", "compare"]
 
-FindingKind = Literal["removed", "changed", "context", "same_structure"]
+FindingKind = Literal["removed", "changed", "context", "field", "same_structure"]
 
 #: The kinds that make `compile --against --strict` exit 1: tokens cannot move without help.
 BLOCKING: Final = frozenset({"removed", "context"})
@@ -181,25 +184,40 @@ def _context_findings(old: Graph, new: Graph) -> Iterator[Finding]:
         return
     before = _model(old, old.main.context)
     old_fields, old_required = _properties(before), _required(before)
-    for field, schema in _properties(after).items():
-        line = _field_line(field, schema, old_fields.get(field), _required(after), old_required)
-        if line is not None:
-            yield Finding("context", line)
+    new_fields = _properties(after)
+    for field, schema in new_fields.items():
+        finding = _field_finding(
+            field, schema, old_fields.get(field), _required(after), old_required
+        )
+        if finding is not None:
+            yield finding
+    for field in old_fields:
+        if field not in new_fields:
+            yield Finding("field", f"context: field {field!r} removed")
 
 
-def _field_line(
+def _field_finding(
     field: str, schema: Any, was: Any, required: set[str], was_required: set[str]
-) -> str | None:
-    """The context line of one field of the new model, or None when its tokens meet nothing."""
+) -> Finding | None:
+    """The context line of one field of the new model, or None when it did not change."""
     needed = field in required and not _has_default(schema)
     # Tokens may lack the field: OLD had no such field, or took it optional and empty.
     if needed and (was is None or (field not in was_required and not _has_default(was))):
-        return (
+        return Finding(
+            "context",
             f"context: field {field!r} is required and has no default "
-            f"(tokens need --context '{{\"{field}\": ...}}')"
+            f"(tokens need --context '{{\"{field}\": ...}}')",
         )
-    if was is not None and _type_text(was) != _type_text(schema):
-        return f"context: field {field!r} changed type ({_type_text(was)} → {_type_text(schema)})"
+    if was is None:
+        given = f"default {schema['default']!r}" if _has_default(schema) else "optional"
+        return Finding("field", f"context: field {field!r} added ({given})")
+    if _type_text(was) != _type_text(schema):
+        return Finding(
+            "context",
+            f"context: field {field!r} changed type ({_type_text(was)} → {_type_text(schema)})",
+        )
+    if was != schema or (field in required) != (field in was_required):
+        return Finding("field", f"context: field {field!r} changed (its default or constraints)")
     return None
 
 

@@ -24,6 +24,31 @@ OLD_LINES = [
 ]
 
 
+#: The sdlc example's schemas with a constraint on `repo` and two optional fields more.
+WIDER_TICKET = """
+from pydantic import BaseModel, Field
+
+
+class Ticket(BaseModel):
+    repo: str = Field(max_length=200)
+    owner: str | None = None
+    labels: list[str] = []
+
+
+class Tests(BaseModel):
+    passed: int
+    failed: int
+"""
+
+
+def new_structure(url: str = "URL") -> str:
+    """The last line of a graph of another structure than OLD's (`URL` when OLD is a file)."""
+    return (
+        "new structure: its tokens need a supervisor folder of this version; once it is "
+        f"served, write one with `stateous init supervisor {url} NEW-FOLDER`"
+    )
+
+
 def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("STATEOUS_")}
     result = subprocess.run(
@@ -58,12 +83,13 @@ def test_against_a_graph_file(tmp_path: Path) -> None:
     old = write_graph(tmp_path, old_sdlc(), "old.json")
     code, out, err = run("compile", "sdlc/flow.py", "--against", str(old), cwd=tmp_path)
     assert (code, err) == (0, "")
-    assert out.splitlines() == ["wrote sdlc/build/sdlc.json", *OLD_LINES]
+    assert out.splitlines() == ["wrote sdlc/build/sdlc.json", *OLD_LINES, new_structure()]
     assert built.read_text() == (EXAMPLES / "sdlc" / "build" / "sdlc.json").read_text()
     code, out, err = run(
         "compile", "sdlc/flow.py", "--against", "old.json", "--strict", cwd=tmp_path
     )
-    assert (code, out.splitlines(), err) == (1, ["wrote sdlc/build/sdlc.json", *OLD_LINES], "")
+    wrote = ["wrote sdlc/build/sdlc.json", *OLD_LINES, new_structure()]
+    assert (code, out.splitlines(), err) == (1, wrote, "")
 
 
 def test_strict_passes_a_change_without_removed_state_or_context(tmp_path: Path) -> None:
@@ -78,6 +104,30 @@ def test_strict_passes_a_change_without_removed_state_or_context(tmp_path: Path)
     assert out.splitlines() == [
         "wrote sdlc/build/sdlc.json",
         "state 'testing': changed (transitions of 'failed' changed)",
+        new_structure(),
+    ]
+
+
+def test_optional_context_fields_alone_say_what_changed_and_what_to_run(tmp_path: Path) -> None:
+    """A change that leaves every state as it was but changes the context model (an optional
+    field and one with a default added, one removed, a constraint changed) makes another
+    structure: `--strict` passes it, and the lines say so and what serving it needs."""
+    sdlc(tmp_path)
+    (tmp_path / "sdlc" / "schemas.py").write_text(WIDER_TICKET, encoding="utf-8")
+    old = variant(SDLC)
+    old["schemas"]["Ticket"]["properties"]["legacy"] = {"type": "string"}
+    write_graph(tmp_path, old, "old.json")
+    code, out, err = run(
+        "compile", "sdlc/flow.py", "--against", "old.json", "--strict", cwd=tmp_path
+    )
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        "wrote sdlc/build/sdlc.json",
+        "context: field 'repo' changed (its default or constraints)",
+        "context: field 'owner' added (default None)",
+        "context: field 'labels' added (default [])",
+        "context: field 'legacy' removed",
+        new_structure(),
     ]
 
 
@@ -139,11 +189,12 @@ def test_against_a_control_plane_with_an_auth_token(tmp_path: Path) -> None:
         env = {"STATEOUS_AUTH_TOKEN": TOKEN}
         args = ("compile", "sdlc/flow.py", "--against", served.url + "/", "--strict")
         code, out, err = run(*args, cwd=tmp_path, env=env)
-        assert (code, out.splitlines(), err) == (1, ["wrote sdlc/build/sdlc.json", *OLD_LINES], "")
+        wrote = ["wrote sdlc/build/sdlc.json", *OLD_LINES, new_structure(served.url)]
+        assert (code, out.splitlines(), err) == (1, wrote, "")
         code, out, err = run(
             "compile", "sdlc/flow.py", "--against", served.url, cwd=tmp_path, env=env
         )
-        assert (code, out.splitlines(), err) == (0, ["wrote sdlc/build/sdlc.json", *OLD_LINES], "")
+        assert (code, out.splitlines(), err) == (0, wrote, "")
     for pipe in (served.process.stdout, served.process.stderr):
         if pipe is not None:
             pipe.close()

@@ -95,7 +95,11 @@ def test_a_changed_into_is_a_changed_payload() -> None:
     new["schemas"]["Item"]["properties"]["decision"] = new["schemas"]["Item"]["properties"].pop(
         "verdict"
     )
-    assert lines(ORDERS, new) == ["state 'review': changed (payload of 'reviewed' changed)"]
+    assert lines(ORDERS, new) == [
+        "state 'review': changed (payload of 'reviewed' changed)",
+        "context: field 'decision' added (default None)",
+        "context: field 'verdict' removed",
+    ]
 
 
 def test_context_lines_after_the_states() -> None:
@@ -124,6 +128,7 @@ def test_context_lines_after_the_states() -> None:
             """(tokens need --context '{"priority": ...}')""",
         ),
         ("context", "context: field 'title' changed type (str → int)"),
+        ("field", "context: field 'size' added (default 1)"),
     ]
 
 
