@@ -9,6 +9,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, RootTransaction, create_engine, event
@@ -108,9 +109,10 @@ def make_engine(
     """
     url = normalize_url(url)
     parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
         return _sqlite_engine(url, parsed.database, busy_timeout, wal_autocheckpoint)
-    if parsed.get_backend_name() == "postgresql":
+    if backend == "postgresql":
         args = postgres_connect_args(lock_timeout=lock_timeout)
         # A fixed pool: an overflow connection would be opened and closed again per request
         # under load, and a Postgres connection costs milliseconds. Its connections serve the
@@ -119,13 +121,20 @@ def make_engine(
         engine = create_engine(url, connect_args=args, pool_size=size, max_overflow=0)
         ping_when_idle(engine)  # not `pool_pre_ping`: one round trip per transaction
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    # Another backend would fail later on a driver that is not installed, or on SQL written for
+    # these two only: say what is supported instead.
+    raise ValueError(
+        f"Stateous stores its data in SQLite (sqlite:///FILE) or PostgreSQL "
+        f"(postgresql://USER@HOST/DB), not {backend!r}"
+    )
 
 
 def _sqlite_engine(
     url: str, database: str | None, busy_timeout: float, wal_autocheckpoint: int
 ) -> Engine:
     in_memory = database in (None, "", ":memory:")
+    if not in_memory and database is not None and not database.startswith("file:"):
+        _check_folder(Path(database).parent)
     kwargs: dict[str, Any] = {"connect_args": {"timeout": busy_timeout, "check_same_thread": False}}
     if in_memory:
         kwargs["poolclass"] = StaticPool
@@ -152,6 +161,15 @@ def _sqlite_engine(
         )
 
     return engine
+
+
+def _check_folder(folder: Path) -> None:
+    """Refuse a database file whose folder does not exist: SQLite would only say it cannot
+    open the file, at the first transaction, which reads as a busy database."""
+    if not folder.is_dir():
+        raise ValueError(
+            f"the folder {str(folder)!r} of the database file does not exist; create it first"
+        )
 
 
 class Store:

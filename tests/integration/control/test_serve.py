@@ -263,6 +263,29 @@ def test_an_unreachable_database_is_refused_with_the_password_masked(tmp_path: P
     assert "secret" not in done.stderr
 
 
+def test_a_database_in_a_missing_folder_names_the_folder(tmp_path: Path) -> None:
+    graph = write_graph(tmp_path, ORDERS)
+    done = run_serve(
+        str(graph), "--db", "sqlite:///nodir/x.db", "--listen", "127.0.0.1:0", cwd=tmp_path
+    )
+    assert (done.returncode, done.stderr) == (
+        1,
+        "error: cannot open the database sqlite:///nodir/x.db: the folder 'nodir' of the "
+        "database file does not exist; create it first\n",
+    )
+    assert not (tmp_path / "nodir").exists()
+
+
+def test_a_database_other_than_sqlite_or_postgres_is_refused(tmp_path: Path) -> None:
+    graph = write_graph(tmp_path, ORDERS)
+    done = run_serve(str(graph), "--db", "mysql://x", "--listen", "127.0.0.1:0", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (
+        1,
+        "error: cannot open the database mysql://x: Stateous stores its data in SQLite "
+        "(sqlite:///FILE) or PostgreSQL (postgresql://USER@HOST/DB), not 'mysql'\n",
+    )
+
+
 def test_structure_changes(tmp_path: Path, db_url: str) -> None:
     graph = write_graph(tmp_path, SDLC)
     with serve_process(graph, db_url, cwd=tmp_path) as served:
