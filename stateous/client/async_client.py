@@ -236,7 +236,7 @@ class AsyncClient(BaseClient):
 
     async def schedules(self) -> list[Any]:
         """Every schedule, by name: `{name, cron, tz, context, id, catch_up, paused, next_at,
-        last_at, last_token}`."""
+        last_at, last_token, last_error, last_error_at, failures}`."""
         return await self._list(routes.schedules())
 
     async def schedule(self, name: str) -> dict[str, Any]:

@@ -246,7 +246,7 @@ class Client(BaseClient):
 
     def schedules(self) -> list[Any]:
         """Every schedule, by name: `{name, cron, tz, context, id, catch_up, paused, next_at,
-        last_at, last_token}`."""
+        last_at, last_token, last_error, last_error_at, failures}`."""
         return self._list(routes.schedules())
 
     def schedule(self, name: str) -> dict[str, Any]:

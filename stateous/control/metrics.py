@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from stateous.control.store.figures import Figures
@@ -82,6 +82,14 @@ class _RowFigures(Collector):
         for structure, count in sorted(figures.live.items()):
             live.add_metric([structure[: len("sha256:") + 12]], count)
         yield live
+        failures = CounterMetricFamily(
+            "stateous_schedule_failures",
+            "Slots of each schedule whose token did not start, since the schedule was made.",
+            labels=["schedule"],
+        )
+        for name, count in figures.schedule_failures.items():
+            failures.add_metric([name], count)
+        yield failures
 
 
 @dataclass

@@ -282,6 +282,26 @@ def _plan_all(spec: ScheduleSpec, next_at: datetime, now: datetime) -> Plan:
     raise AssertionError("a cron expression names times without end")  # pragma: no cover
 
 
+def _instant(text: Any) -> datetime | None:
+    """An answered time (ISO 8601 with `Z`) as naive UTC; None when absent or unreadable."""
+    if not isinstance(text, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
+
+
+def error_fixed(schedule: Mapping[str, Any]) -> bool:
+    """Whether a schedule's last error (as answered) was fixed: a later slot's token started.
+
+    The error stays on record after that, with its time; a display says it is fixed."""
+    failed = _instant(schedule.get("last_error_at"))
+    started = _instant(schedule.get("last_at"))
+    return failed is not None and started is not None and started > failed
+
+
 def upcoming(spec: ScheduleSpec, after: datetime, count: int) -> list[datetime]:
     """The next `count` slots after `after` (naive UTC)."""
     found: list[datetime] = []

@@ -512,6 +512,12 @@ class CronSchedule(_Open):
     next_at: str | None
     last_at: str | None
     last_token: str | None
+    last_error: str | None = Field(
+        description="Why the last slot that failed did not start its token; kept after a "
+        "later slot starts (then last_at is after last_error_at)"
+    )
+    last_error_at: str | None = Field(description="The time of the slot of last_error")
+    failures: int = Field(description="The slots whose token did not start, since it was made")
 
 
 class Finding(_Open):

@@ -1,7 +1,7 @@
-"""The routes of schedules (spec 97 §1): `POST /schedules`, `GET /schedules`,
+"""The routes of schedules: `POST /schedules`, `GET /schedules`,
 `GET|PUT|DELETE /schedules/{name}`, `POST /schedules/{name}/pause|resume`.
 
-Every write takes the operator's optional `by` (spec 80 §1), indexed in `GET /audit` under
+Every write takes the operator's optional `by` (who acted, and why), indexed in `GET /audit` under
 the token `schedule:NAME`.
 """
 
@@ -34,13 +34,16 @@ def _act_body(body: dict[str, Any]) -> None:
 
 @post("/schedules", status_code=201)
 async def create_schedule(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """Save a new schedule (`409 schedule_exists`)."""
+    """Save a new schedule (`409 schedule_exists`; `422 invalid_body` for a bad field, or a
+    context the current version refuses)."""
     body = await read_body(request)
     spec = schedules.check_body(body)
     by = by_of(request, body)
     plane = plane_of(request)
     made = await run(
-        request, "schedule", lambda conn: schedules.create(conn, plane.clock, spec, by)
+        request,
+        "schedule",
+        lambda conn: schedules.create(conn, plane.clock, plane.config, spec, by),
     )
     return answer(made, 201)
 
@@ -59,14 +62,18 @@ async def get_schedule(request: Request[Any, Any, Any], name: FromPath[str]) -> 
 
 @put("/schedules/{name:str}", status_code=200)
 async def replace_schedule(request: Request[Any, Any, Any], name: FromPath[str]) -> Response[bytes]:
-    """Replace a schedule's fields (`404 schedule_not_found`)."""
+    """Replace a schedule's fields (`404 schedule_not_found`; `422 invalid_body` as the
+    create)."""
     body = await read_body(request)
     spec = schedules.check_body(body, name)
     by = by_of(request, body)
     plane = plane_of(request)
-    return answer(
-        await run(request, "schedule", lambda conn: schedules.replace(conn, plane.clock, spec, by))
+    replaced = await run(
+        request,
+        "schedule",
+        lambda conn: schedules.replace(conn, plane.clock, plane.config, spec, by),
     )
+    return answer(replaced)
 
 
 async def _act(request: Request[Any, Any, Any], name: str, act: Act) -> Response[bytes]:
@@ -99,4 +106,4 @@ ROUTES = [
     create_schedule, list_schedules, get_schedule, replace_schedule, pause_schedule,
     resume_schedule, remove_schedule,
 ]  # fmt: skip
-"""The routes of spec 97 §1, registered by `create_app`."""
+"""The routes of schedules, registered by `create_app`."""

@@ -1,10 +1,16 @@
-"""Schedules (spec 97 §1): the operator's acts on them, and the clock's step that starts the
-token of a due slot.
+"""Schedules: the operator's acts on them, and the clock's step that starts the token of a due
+slot.
 
 Exactly once per slot: a slot's token id comes from the slot, and the start and the move of
 the schedule's `next_at` commit in one transaction, with the schedule's row locked; a slot
 whose token exists already counts as done. A restart, a takeover or a second clock therefore
 finds the slot either not started and still due, or started and passed.
+
+A schedule's context is checked against the current version's context model when it is saved
+(`422 invalid_body`). A slot whose token still does not start (a version served since has
+another model) is skipped, and its row keeps the refusal's sentence, the slot's time and one
+more failure, in the step's transaction. A later slot that starts leaves them as they are: the
+error stays on record with its time, and `last_at` after `last_error_at` shows it was fixed.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from stateous.control.clock import Clock, iso
-from stateous.control.engine.start import start
+from stateous.control.engine.start import start, start_problem
 from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import Refusal, conflict, invalid, not_found
 from stateous.control.store import schedules as table
@@ -43,6 +49,17 @@ def check_body(body: Mapping[str, Any], name: str | None = None) -> ScheduleSpec
         raise invalid("invalid_body", str(exc)) from exc
 
 
+def check_context(config: EngineConfig, spec: ScheduleSpec) -> None:
+    """`422 invalid_body` when a token of the current version could not start on the
+    schedule's context: every slot would fail."""
+    problem = start_problem(config.body(None), spec.context)
+    if problem is not None:
+        raise invalid(
+            "invalid_body",
+            f"'context' cannot start a token of the version served now ({problem})",
+        )
+
+
 def spec_of(record: ScheduleRecord) -> ScheduleSpec:
     """The fields of a saved schedule."""
     return ScheduleSpec(
@@ -64,6 +81,9 @@ def schedule_wire(record: ScheduleRecord) -> dict[str, Any]:
         "next_at": None if record.paused else iso(record.next_at),
         "last_at": None if record.last_at is None else iso(record.last_at),
         "last_token": record.last_token,
+        "last_error": record.last_error,
+        "last_error_at": None if record.last_error_at is None else iso(record.last_error_at),
+        "failures": record.failures,
     }
 
 
@@ -103,11 +123,17 @@ def get_wire(conn: Connection, name: str) -> dict[str, Any]:
 
 
 def create(
-    conn: Connection, clock: Clock, spec: ScheduleSpec, by: Mapping[str, Any] | None
+    conn: Connection,
+    clock: Clock,
+    config: EngineConfig,
+    spec: ScheduleSpec,
+    by: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    """Save a new schedule (`409 schedule_exists` when the name is taken); its first slot is
-    the first after now."""
+    """Save a new schedule (`422 invalid_body` when its context cannot start a token of the
+    current version, `409 schedule_exists` when the name is taken); its first slot is the first
+    after now."""
     now = clock.now()
+    check_context(config, spec)
     table.lock_name(conn, spec.name)
     if table.get_schedule(conn, spec.name) is not None:
         raise conflict(
@@ -129,11 +155,17 @@ def _context(spec: ScheduleSpec) -> dict[str, Any] | None:
 
 
 def replace(
-    conn: Connection, clock: Clock, spec: ScheduleSpec, by: Mapping[str, Any] | None
+    conn: Connection,
+    clock: Clock,
+    config: EngineConfig,
+    spec: ScheduleSpec,
+    by: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
-    """Replace a schedule's fields; its last slot stays. Its next slot is recomputed from now
-    when the calendar (cron, zone) changed or it is resumed by the replacement."""
+    """Replace a schedule's fields (`422 invalid_body` as `create`); its last slot, last error
+    and failures stay. Its next slot is recomputed from now when the calendar (cron, zone)
+    changed or it is resumed by the replacement."""
     now = clock.now()
+    check_context(config, spec)
     old = _existing(conn, spec.name)
     same = (old.cron, old.tz) == (spec.cron, spec.tz) and not (old.paused and not spec.paused)
     values = {
@@ -187,6 +219,11 @@ def remove(
 # --- the clock ----------------------------------------------------------------------------------
 
 
+def failure_text(token_id: str, refusal: Refusal) -> str:
+    """What a schedule keeps of a slot that failed: the token and the refusal's sentence."""
+    return f"the token {token_id!r} did not start: {refusal.message}"
+
+
 @dataclass(frozen=True)
 class Step:
     """One step of a due schedule: the tokens started (or found there already), oldest first;
@@ -210,8 +247,9 @@ def run_step(conn: Connection, clock: Clock, config: EngineConfig, name: str) ->
     by another clock meanwhile).
 
     A slot whose token cannot start (its context no longer fits the current version) is
-    skipped: the refusal is answered for the log, the step ends there, and the schedule moves
-    on past that slot."""
+    skipped: the refusal is answered for the log and kept in the schedule's row (its sentence,
+    the slot's time, one more failure), the step ends there, and the schedule moves on past
+    that slot."""
     now = clock.now()
     record = table.get_schedule(conn, name, lock=True)
     if record is None or record.paused:
@@ -229,6 +267,7 @@ def run_step(conn: Connection, clock: Clock, config: EngineConfig, name: str) ->
         except Refusal as exc:  # it wrote nothing: the slots before it stay started
             values["next_at"] = next_slot(spec, slot)
             table.update_schedule(conn, name, values)
+            table.count_failure(conn, name, failure_text(token_id, exc), slot)
             more = values["next_at"] <= now
             return Step(tuple(tokens), refused=exc, refused_token=token_id, more=more)
         values.update(last_at=slot, last_token=token_id)

@@ -69,13 +69,28 @@ def check_new_id(token_id: str, other: str | None) -> None:
         )
 
 
+def filled_context(body: WorkflowBody, context: Any) -> dict[str, Any]:
+    """The starting context: the given keys, then the model's defaults of the others."""
+    given = dict(context or {})
+    return validator_for(body.schemas, body.context).with_defaults(given) if body.context else given
+
+
+def start_problem(body: WorkflowBody, context: Any) -> str | None:
+    """Why a token of `body` could not start on `context` (the sentence of the start's
+    `invalid_context` refusal), or None: what a schedule's context is checked with when saved."""
+    filled = filled_context(body, context)
+    if body.context is not None:
+        errors = validator_for(body.schemas, body.context).errors(filled)
+        if errors is not None:
+            return f"{body.name}: {errors}"
+    chosen = choose_start(body, filled)
+    return chosen if isinstance(chosen, str) else None
+
+
 def starting(tx: Tx, body: WorkflowBody, context: Any) -> tuple[dict[str, Any], TransitionSpec]:
     """The starting context (the model's defaults filled in) and the transition out of START,
     or the `invalid_context` refusal."""
-    given = dict(context or {})
-    filled = (
-        validator_for(body.schemas, body.context).with_defaults(given) if body.context else given
-    )
+    filled = filled_context(body, context)
     errors = context_errors(tx, body, filled)
     if errors is not None:
         raise invalid("invalid_context", f"{body.name}: {errors}")

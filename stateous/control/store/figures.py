@@ -15,6 +15,7 @@ from sqlalchemy import Connection
 
 from stateous.control.store import registry
 from stateous.control.store.operator_queries import state_name
+from stateous.control.store.schedules import failures_by_name
 from stateous.control.store.stats import counts, live_tops_by_structure, oldest_queued_at
 from stateous.model.wire import TASK_STATUSES, TOKEN_STATUSES
 
@@ -30,6 +31,8 @@ class Figures:
     supervisors: dict[str, int] = field(default_factory=dict)
     #: Active and paused top tokens by structure (spec 90 §3).
     live: dict[str, int] = field(default_factory=dict)
+    #: The slots of each schedule whose token did not start, as the schedule's row counts them.
+    schedule_failures: dict[str, int] = field(default_factory=dict)
 
 
 def read_figures(conn: Connection, now: datetime | None = None) -> Figures:
@@ -51,4 +54,5 @@ def read_figures(conn: Connection, now: datetime | None = None) -> Figures:
             pairs.add((count.structure, count.state))
     oldest = oldest_queued_at(conn, pairs)
     supervisors = registry.counts_by_status(conn, now) if now is not None else {}
-    return Figures(tokens, tasks, queued, oldest, supervisors, live_tops_by_structure(conn, read))
+    live = live_tops_by_structure(conn, read)
+    return Figures(tokens, tasks, queued, oldest, supervisors, live, failures_by_name(conn))

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "stateous_version"
-HEAD = "0017"
+HEAD = "0018"
 
 # The tables of spec 80 §1-2 (audit, bulk jobs), made by 0006.
 BY_0006 = frozenset({"audit", "bulk_jobs", "bulk_matches"})
@@ -60,6 +60,7 @@ TABLES_AT: dict[str, frozenset[str]] = {
     "0015": frozenset(set(TABLE_NAMES) - BY_0016),
     "0016": frozenset(TABLE_NAMES),
     "0017": frozenset(TABLE_NAMES),
+    "0018": frozenset(TABLE_NAMES),
 }
 
 

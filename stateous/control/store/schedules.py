@@ -1,4 +1,5 @@
-"""The `schedules` table (spec 97 §1) and the audit rows of the acts on a schedule."""
+"""The `schedules` table (tokens started on a calendar) and the audit rows of the acts on a
+schedule."""
 
 from __future__ import annotations
 
@@ -31,6 +32,11 @@ class ScheduleRecord:
     last_at: datetime | None
     last_token: str | None
     created_at: datetime
+    #: The last slot whose token did not start: why (one sentence) and the slot's time.
+    last_error: str | None = None
+    last_error_at: datetime | None = None
+    #: How many slots failed since the schedule was made.
+    failures: int = 0
 
     @classmethod
     def from_row(cls, row: Row[Any]) -> ScheduleRecord:
@@ -72,6 +78,22 @@ def update_schedule(conn: Connection, name: str, values: Mapping[str, Any]) -> b
     """Change columns of a schedule; False when there is no such schedule."""
     done = conn.execute(update(schedules).where(schedules.c.name == name).values(**values))
     return done.rowcount == 1
+
+
+def count_failure(conn: Connection, name: str, error: str, at: datetime) -> None:
+    """Record a slot whose token did not start: its sentence and time, and one more failure
+    (counted by the database, so that two clocks never lose one)."""
+    conn.execute(
+        update(schedules)
+        .where(schedules.c.name == name)
+        .values(last_error=error, last_error_at=at, failures=schedules.c.failures + 1)
+    )
+
+
+def failures_by_name(conn: Connection) -> dict[str, int]:
+    """The failed slots of each schedule (0 included), by name: one row a schedule."""
+    query = select(schedules.c.name, schedules.c.failures).order_by(schedules.c.name)
+    return {str(name): int(count) for name, count in conn.execute(query)}
 
 
 def delete_schedule(conn: Connection, name: str) -> bool:

@@ -328,7 +328,7 @@ search_keys = Table(
     Column("filled_at", DateTime(), nullable=False),
 )
 
-# Spec 97 §1: a schedule and where its clock is: `next_at` the first slot not yet started or
+# A schedule (tokens started on a calendar) and where its clock is: `next_at` the first slot not yet started or
 # skipped (naive UTC), `last_at`/`last_token` the slot last started and its token. `id` is the
 # token id pattern. The clock's step changes `next_at` in the transaction of the slot's start.
 schedules = Table(
@@ -345,6 +345,11 @@ schedules = Table(
     Column("last_at", DateTime(), nullable=True),
     Column("last_token", String(128), nullable=True),
     Column("created_at", DateTime(), nullable=False),
+    # The last slot whose token did not start (its time and why), and how many slots failed
+    # since the schedule was made: kept, so `GET /metrics` reads a count, not the log.
+    Column("last_error", Text, nullable=True),
+    Column("last_error_at", DateTime(), nullable=True),
+    Column("failures", BigInteger, nullable=False, server_default=text("0")),
 )
 Index("schedules_next_at", schedules.c.next_at)
 

@@ -92,6 +92,27 @@ def test_an_old_schema_is_upgraded_keeping_its_tokens(db_url: str) -> None:
     store.engine.dispose()
 
 
+def test_a_schedule_of_0017_is_upgraded_with_no_failure_on_record(db_url: str) -> None:
+    from alembic import command
+
+    store = Store(make_engine(db_url))
+    with store.begin() as conn:
+        command.upgrade(migrate.alembic_config(conn), "0017")
+        conn.execute(
+            text(
+                "INSERT INTO schedules (name, cron, tz, id, catch_up, paused, next_at, created_at)"
+                " VALUES ('nightly', '0 21 * * *', 'UTC', '{name}-{at}', 'last', false,"
+                " '2026-10-16 21:00:00', '2026-10-16 20:48:44')"
+            )
+        )
+    with store.begin() as conn:
+        migrate.upgrade(conn)
+    with store.begin() as conn:
+        row = conn.execute(text("SELECT name, last_error, last_error_at, failures FROM schedules"))
+        assert [tuple(r) for r in row] == [("nightly", None, None, 0)]
+    store.engine.dispose()
+
+
 @pytest.mark.parametrize(
     ("setup", "reason"),
     [

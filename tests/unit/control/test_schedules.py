@@ -17,8 +17,10 @@ from stateous.control.engine.tx import EngineConfig
 from stateous.control.errors import Refusal
 from stateous.control.plane import Plane
 from stateous.control.store.db import Store, make_engine
+from stateous.control.store.figures import read_figures
 from stateous.control.ticker import Ticker
 from stateous.model.graph import load_graph
+from stateous.model.schedules import error_fixed
 from tests.support.graphs import ORDERS, graph_text, variant
 from tests.unit.control.harness import Engine, refusal
 
@@ -35,7 +37,13 @@ def engine(store: Store, clock: FakeClock, orders: EngineConfig) -> Engine:
 
 def add(engine: Engine, body: dict[str, Any], by: dict[str, Any] | None = None) -> dict[str, Any]:
     with engine.store.begin() as conn:
-        return schedules.create(conn, engine.clock, schedules.check_body(body), by)
+        return schedules.create(conn, engine.clock, engine.config, schedules.check_body(body), by)
+
+
+def replace(engine: Engine, body: dict[str, Any], name: str = "hourly") -> dict[str, Any]:
+    with engine.store.begin() as conn:
+        spec = schedules.check_body(body, name)
+        return schedules.replace(conn, engine.clock, engine.config, spec, None)
 
 
 def hourly(catch_up: str = "last", **more: Any) -> dict[str, Any]:
@@ -59,6 +67,7 @@ def test_the_slot_s_token_starts_on_the_first_tick_after_it(engine: Engine) -> N
         "name": "hourly", "cron": "0 * * * *", "tz": "UTC", "context": TITLE,
         "id": "{name}-{at}", "catch_up": "last", "paused": False,
         "next_at": "2026-10-16T09:00:00Z", "last_at": None, "last_token": None,
+        "last_error": None, "last_error_at": None, "failures": 0,
     }  # fmt: skip
     assert engine.tick(29).schedules == 0  # 08:59:59
     assert started(engine) == []
@@ -111,21 +120,85 @@ def test_a_slot_whose_token_exists_counts_as_done(engine: Engine) -> None:
     )  # fmt: skip
 
 
-def test_a_slot_that_cannot_start_is_skipped_and_logged(
+def needing_an_owner() -> EngineConfig:
+    """ORDERS, then a version whose model needs an `owner` as well, served meanwhile."""
+    newer = variant(ORDERS)
+    newer["schemas"]["Item"]["properties"]["owner"] = {"type": "string"}
+    newer["schemas"]["Item"]["required"].append("owner")
+    config = EngineConfig(load_graph(graph_text(ORDERS)))
+    config.versions.make_current(load_graph(graph_text(newer)))
+    return config
+
+
+REFUSED = (
+    "'context' cannot start a token of the version served now (orders: Item: 'title' is a "
+    "required property)"
+)
+
+
+def test_a_context_the_version_refuses_is_not_saved(engine: Engine) -> None:
+    assert refusal(add, engine, {"name": "bare", "cron": "0 * * * *"}, {"actor": "alice"}) == (
+        422, "invalid_body", REFUSED,
+    )  # fmt: skip
+    assert refusal(add, engine, {**hourly(), "context": {"title": 5}}) == (
+        422, "invalid_body",
+        "'context' cannot start a token of the version served now (orders: title: 5 is not of "
+        "type 'string')",
+    )  # fmt: skip
+    add(engine, hourly())
+    assert refusal(replace, engine, {"cron": "15 9 * * *"}) == (422, "invalid_body", REFUSED)
+    assert (shown(engine)["cron"], shown(engine)["context"]) == ("0 * * * *", TITLE)
+    assert engine.query("SELECT name, cron FROM schedules") == [("hourly", "0 * * * *")]
+    assert engine.query("SELECT kind FROM audit") == []
+
+
+def test_a_slot_that_cannot_start_is_skipped_logged_and_kept(
     engine: Engine, caplog: pytest.LogCaptureFixture
 ) -> None:
-    add(engine, {"name": "bare", "cron": "0 * * * *"})  # orders needs a title
-    engine.clock.set(NINE)
+    add(engine, hourly("all"))
+    engine.config = needing_an_owner()
+    engine.clock.set(datetime(2026, 10, 16, 10, 0, 30))  # 09:00 and 10:00 are due
     with caplog.at_level(logging.WARNING, "stateous.serve"):
         result = engine.tick()
     assert (result.schedules, result.failures) == (1, 0)
     assert started(engine) == []
+    problem = "orders: Item: 'owner' is a required property"
     assert caplog.messages == [
-        "the schedule 'bare' did not start the token 'bare-20261016T0900' (orders: "
-        "Item: 'title' is a required property); its slot is skipped"
+        f"the schedule 'hourly' did not start the token 'hourly-20261016T{at}' ({problem}); "
+        "its slot is skipped"
+        for at in ("0900", "1000")
     ]
-    assert shown(engine, "bare")["next_at"] == "2026-10-16T10:00:00Z"
-    assert shown(engine, "bare")["last_token"] is None
+    after = shown(engine)
+    assert {k: after[k] for k in ("next_at", "last_token", "last_error", "last_error_at")} == {
+        "next_at": "2026-10-16T11:00:00Z", "last_token": None,
+        "last_error": f"the token 'hourly-20261016T1000' did not start: {problem}",
+        "last_error_at": "2026-10-16T10:00:00Z",
+    }  # fmt: skip
+    assert after["failures"] == 2
+    with engine.store.begin() as conn:
+        assert read_figures(conn).schedule_failures == {"hourly": 2}
+
+
+def test_a_slot_that_starts_after_a_failure_keeps_the_error_on_record(engine: Engine) -> None:
+    add(engine, hourly())
+    engine.config = needing_an_owner()
+    engine.clock.set(datetime(2026, 10, 16, 9, 0, 30))
+    engine.tick()
+    assert refusal(replace, engine, hourly())[:2] == (422, "invalid_body")
+    replace(engine, {**hourly(), "context": {**TITLE, "owner": "ops"}})
+    engine.clock.set(datetime(2026, 10, 16, 10, 0, 30))
+    engine.tick()
+    assert started(engine) == ["hourly-20261016T1000"]
+    after = shown(engine)
+    assert {k: after[k] for k in ("last_at", "last_token", "last_error_at", "failures")} == {
+        "last_at": "2026-10-16T10:00:00Z", "last_token": "hourly-20261016T1000",
+        "last_error_at": "2026-10-16T09:00:00Z", "failures": 1,
+    }  # fmt: skip
+    assert after["last_error"] == (
+        "the token 'hourly-20261016T0900' did not start: orders: Item: 'owner' is a required "
+        "property"
+    )
+    assert error_fixed(after) is True
 
 
 def test_a_paused_schedule_starts_nothing_and_resumes_from_now(engine: Engine) -> None:
@@ -153,10 +226,7 @@ def test_the_repeated_hour_runs_once_and_the_gap_not_at_all(engine: Engine) -> N
         "paris-20261025T0130", "paris-20261025T0230", "paris-20261025T0330",
     ]  # fmt: skip
     engine.clock.set(datetime(2027, 3, 27, 12, 0))  # 2027-03-28 02:30 does not exist in Paris
-    with engine.store.begin() as conn:
-        schedules.replace(conn, engine.clock, schedules.check_body(
-            {"name": "paris", "cron": "30 2 * * *", "tz": "Europe/Paris", "context": TITLE}
-        ), None)  # fmt: skip
+    replace(engine, {"cron": "30 2 * * *", "tz": "Europe/Paris", "context": TITLE}, "paris")
     for _ in range(3):
         engine.tick(24 * 3600)
     assert started(engine)[3:] == ["paris-20270329T0230", "paris-20270330T0230"]
@@ -201,12 +271,9 @@ def test_the_operator_s_acts_and_their_refusals(engine: Engine) -> None:
         409, "schedule_exists",
         "a schedule 'hourly' exists already; PUT /schedules/hourly replaces it",
     )  # fmt: skip
-    with engine.store.begin() as conn:
-        replaced = schedules.replace(
-            conn, engine.clock, schedules.check_body({"cron": "15 9 * * *"}, "hourly"), None
-        )
+    replaced = replace(engine, {"cron": "15 9 * * *", "context": {"title": "t"}})
     assert (replaced["cron"], replaced["next_at"], replaced["context"]) == (
-        "15 9 * * *", "2026-10-16T09:15:00Z", None,
+        "15 9 * * *", "2026-10-16T09:15:00Z", {"title": "t"},
     )  # fmt: skip
     with engine.store.begin() as conn:
         for act in (schedules.pause, schedules.resume, schedules.remove):
