@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -12,10 +12,13 @@ import httpx
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.dom import DOMNode
 from textual.reactive import var
 from textual.screen import Screen
+from textual.worker import WorkerFailed
 
 from stateous.client import ClientError, Refused
+from stateous.model.environment import value
 from stateous.tui.api import ControlPlane, refusal_line, trouble
 from stateous.tui.console import Console
 from stateous.tui.screens.bulk import BulkScreen
@@ -29,10 +32,21 @@ from stateous.tui.screens.token import TokenScreen
 from stateous.tui.screens.tokens import TokensScreen
 from stateous.tui.screens.versions import VersionsScreen
 from stateous.tui.settings import Settings, save_settings
+from stateous.tui.unexpected import TITLE, LogFile, error_line, log_error
+from stateous.tui.versions import checksum_of, current_version, older_states, versions_of
 from stateous.tui.widgets.status_bar import INBOX_LIMIT
 
 T = TypeVar("T")
 Clock = Callable[[], datetime]
+
+
+CRASH_POINT = "console_start"
+"""`STATEOUS_DEBUG_POINT=console_start` ends the console on an error as it starts (the tests of
+its exit code and its log run the real command)."""
+
+
+class CrashPoint(RuntimeError):
+    """The error of the armed crash point."""
 
 
 def _utc_now() -> datetime:
@@ -90,6 +104,9 @@ class ConsoleApp(App[None]):
     """The bulk job started from this console, as last polled (spec 80 §2)."""
     unreachable: var[str | None] = var(None)
     """Why the control plane cannot be reached now; None while it answers."""
+    older: var[dict[str, str]] = var(dict, always_update=True)
+    """The states only older versions with live tokens have, with their version's 8 hex digits
+    (the states panel shows them after the current version's)."""
     read_only: var[bool] = var(False)
     """The console's token may only read (`GET /health` answers `"access": "read"`, spec 97 §3):
     the keys that act show `read only` and do nothing."""
@@ -105,8 +122,10 @@ class ConsoleApp(App[None]):
         clock: Clock | None = None,
         notices: Iterable[str] = (),
         frozen: bool = False,
+        log_file: Path | None = None,
     ) -> None:
         super().__init__()
+        self._log_file = LogFile(log_file)
         self.plane = plane
         self.supervisors = tuple(supervisors)
         self.refresh_seconds = refresh
@@ -116,13 +135,23 @@ class ConsoleApp(App[None]):
         self._notices = tuple(notices)
         self.frozen = frozen
         self._token_screen: TokenScreen | None = None
+        self._graphs: dict[str, dict[str, Any]] = {}
+        """The graph documents of older versions by checksum (a version never changes)."""
         self._job_id: int | None = None
         """Tests freeze the clock and the cursor blink so that snapshots are stable."""
 
     # ------------------------------------------------------------------ life
 
+    def on_load(self) -> None:
+        """Open the log before anything can go wrong."""
+        problem = self._log_file.open()
+        if problem:
+            self._notices = (*self._notices, problem)
+
     def on_mount(self) -> None:
         """Apply the saved theme, show start-up notices, and poll the control plane."""
+        if value("debug_point") == CRASH_POINT:
+            raise CrashPoint(f"the crash point {CRASH_POINT} is armed (STATEOUS_DEBUG_POINT)")
         if self.settings.theme and self.settings.theme in self.available_themes:
             self.theme = self.settings.theme
         self.push_screen("tokens")
@@ -132,11 +161,11 @@ class ConsoleApp(App[None]):
         self.set_interval(self.refresh_seconds, self.poll_plane)
 
     async def on_unmount(self) -> None:
-        """Keep the URL, the folders and the theme for next time; close the connections."""
+        """Keep the folders and the theme for next time; close the connections."""
         if self.settings_file is not None:
             # Folders given this time replace the last ones; none given keeps them.
             folders = self.supervisors or self.settings.supervisors
-            settings = Settings(url=self.plane.url, supervisors=folders, theme=self.theme)
+            settings = Settings(supervisors=folders, theme=self.theme)
             problem = save_settings(self.settings_file, settings)
             if problem:
                 self.log.warning(problem)
@@ -146,6 +175,43 @@ class ConsoleApp(App[None]):
         self.workers.cancel_all()
         await asyncio.gather(*(worker.wait() for worker in workers), return_exceptions=True)
         await self.plane.close()
+        self._log_file.close()
+
+    # ------------------------------------------------------------------ errors
+
+    def unexpected(self, error: BaseException) -> None:
+        """An error nobody expected, caught where it was raised: log it, show it, go on."""
+        log_error(error, "unexpected error; the console goes on")
+        where = f"; details in {self._log_file.path}" if self._log_file.path else ""
+        self.notify(
+            f"{error_line(error)} (the console goes on{where})",
+            title=TITLE,
+            severity="error",
+            timeout=15,
+            markup=False,
+        )
+
+    async def _dispatch_action(self, namespace: DOMNode, action_name: str, params: Any) -> bool:
+        """Run a key's action; an error in it is shown and logged, and the console goes on.
+
+        Every key's action runs here (the app's, a screen's, a widget's), so no key ends the
+        console. (An override of Textual's private method, pinned by Textual's exact version.)
+        """
+        try:
+            return await super()._dispatch_action(namespace, action_name, params)
+        except Exception as error:  # anything at all: shown, logged, survived
+            self.unexpected(error)
+            return True
+
+    def _handle_exception(self, error: Exception) -> None:
+        """An error that reached Textual: a failed worker's is shown and logged, and the console
+        goes on (the worker is over; nothing else stopped). Any other stopped a message loop:
+        the console ends, logged, with the exit code 1 (`return_code`)."""
+        if isinstance(error, WorkerFailed) and not self._exit:
+            self.unexpected(error.error)
+            return
+        log_error(error, "the console ended on an error")
+        super()._handle_exception(error)
 
     def now(self) -> datetime:
         """The console's clock (frozen in tests)."""
@@ -167,6 +233,7 @@ class ConsoleApp(App[None]):
         self.read_only = health.get("access") == "read"
         stats = await self.call(self.plane.stats(), quiet=True)
         if stats is not None:
+            await self._older_graphs(versions_of(stats))
             self.stats = stats
         # A control plane older than spec 80 refuses it (404): no inbox is shown then.
         # One page of INBOX_LIMIT, its `next` saying that more wait (`inbox 100+`). Not the
@@ -180,6 +247,55 @@ class ConsoleApp(App[None]):
                 self.job = job
                 if job.get("status") != "running":
                     self._job_id = None  # the bar keeps how it ended
+
+    async def _older_graphs(self, versions: list[Mapping[str, Any]]) -> None:
+        """Fetch the graphs of the older versions with live tokens not fetched yet, and name the
+        states only they have."""
+        for row in versions:
+            checksum = row.get("checksum")
+            live = row.get("live")
+            if row.get("current") is True or not isinstance(live, int) or live == 0:
+                continue
+            if isinstance(checksum, str) and checksum not in self._graphs:
+                graph = await self.call(self.plane.workflow(checksum), quiet=True)
+                if graph is not None:
+                    self._graphs[checksum] = graph
+        older = older_states(self.graph, self._graphs, versions)
+        if older != self.older:
+            self.older = older
+
+    async def graph_for(self, token: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The graph document of the version `token` runs on (its events, states and schemas):
+        the current graph for a token of the current version's structure (or a token without
+        one, from an older control plane), else `GET /workflow?checksum=` of the newest version
+        of its structure. None when it cannot be had (the reason is notified)."""
+        structure = token.get("structure")
+        versions = await self.call(self.plane.versions()) if isinstance(structure, str) else []
+        if versions is None:
+            return None
+        rows = [row for row in versions if isinstance(row, dict)]
+        current = current_version(rows)
+        if (
+            not isinstance(structure, str)
+            or current is None
+            or current.get("structure") == structure
+        ):
+            if self.graph is None:
+                self.notify("the workflow is not loaded yet; try again", severity="warning")
+            return self.graph
+        checksum = checksum_of(structure, rows)
+        if checksum is None:
+            self.notify(
+                f"token '{token.get('token')}' runs on a version the control plane has no record "
+                "of", severity="warning",
+            )  # fmt: skip
+            return None
+        if checksum not in self._graphs:
+            graph = await self.call(self.plane.workflow(checksum))
+            if graph is None:
+                return None
+            self._graphs[checksum] = graph
+        return self._graphs[checksum]
 
     def follow_job(self, job: int) -> None:
         """Show a bulk job's progress in the status bar until it ends."""
@@ -281,7 +397,7 @@ class ConsoleApp(App[None]):
 
     def watch_theme(self, theme: str) -> None:
         """Remember the theme for the next start."""
-        self.settings = Settings(self.settings.url, self.settings.supervisors, theme)
+        self.settings = Settings(self.settings.supervisors, theme)
 
 
 if TYPE_CHECKING:  # the app keeps to the protocol its screens and widgets are typed against
@@ -299,11 +415,13 @@ def make_console(
     transport: httpx.AsyncBaseTransport | None = None,
     clock: Clock | None = None,
     frozen: bool = False,
+    log_file: Path | None = None,
 ) -> ConsoleApp:
     """The console for the control plane at `url`.
 
     `transport` and `clock` let tests feed recorded answers and a fixed time; `frozen` also stops
-    the cursor blink. The command passes the settings file so that the console remembers them.
+    the cursor blink. The command passes the settings file so that the console remembers them,
+    and the log file that its unexpected errors are written to.
     """
     plane = ControlPlane(url, transport=transport)
     return ConsoleApp(
@@ -315,4 +433,5 @@ def make_console(
         clock=clock,
         notices=notices,
         frozen=frozen,
+        log_file=log_file,
     )

@@ -7,7 +7,7 @@ checks that `ConsoleApp` keeps to it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -37,6 +37,10 @@ class Console(Protocol):
     @property
     def stats(self) -> dict[str, Any] | None:
         """The last answer of `GET /stats`."""
+
+    @property
+    def older(self) -> dict[str, str]:
+        """The states only older versions with live tokens have, with their version."""
 
     @property
     def inbox(self) -> list[dict[str, Any]] | None:
@@ -73,6 +77,9 @@ class Console(Protocol):
         markup: bool = True,
     ) -> None:
         """Show a notification."""
+
+    async def graph_for(self, token: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The graph document of the version `token` runs on; None when it cannot be had."""
 
     def open_token(self, token: str) -> None:
         """Show the token screen of `token`."""

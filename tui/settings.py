@@ -8,14 +8,15 @@ from pathlib import Path
 import platformdirs
 import yaml
 
-DEFAULT_URL = "http://127.0.0.1:8080"
-
 
 @dataclass(frozen=True)
 class Settings:
-    """The last URL, the supervisor folders last used, and the theme."""
+    """The supervisor folders last used, and the theme.
 
-    url: str | None = None
+    The control plane's URL is not among them: the console finds it as every command does
+    (`--url`, else `STATEOUS_URL`, else `http://127.0.0.1:8080`). A file written by an older
+    console may still hold a `url`: it is ignored."""
+
     supervisors: tuple[str, ...] = ()
     theme: str | None = None
 
@@ -48,11 +49,10 @@ def load_settings(path: Path) -> tuple[Settings, str | None]:
 
 
 def _from_mapping(data: dict[object, object], path: Path) -> tuple[Settings, str | None]:
-    url, theme, folders = data.get("url"), data.get("theme"), data.get("supervisors", [])
+    theme, folders = data.get("theme"), data.get("supervisors", [])
     bad = [
         name
         for name, ok in (
-            ("url", url is None or isinstance(url, str)),
             ("theme", theme is None or isinstance(theme, str)),
             ("supervisors", isinstance(folders, list) and all(isinstance(f, str) for f in folders)),
         )
@@ -62,7 +62,6 @@ def _from_mapping(data: dict[object, object], path: Path) -> tuple[Settings, str
         return Settings(), f"the settings file {path} has a bad {', '.join(bad)}; ignored"
     assert isinstance(folders, list)
     settings = Settings(
-        url=url if isinstance(url, str) else None,
         supervisors=tuple(str(f) for f in folders),
         theme=theme if isinstance(theme, str) else None,
     )
@@ -71,7 +70,7 @@ def _from_mapping(data: dict[object, object], path: Path) -> tuple[Settings, str
 
 def save_settings(path: Path, settings: Settings) -> str | None:
     """Write `settings` to `path`; a sentence when it could not be written (never raises)."""
-    data: dict[str, object] = {"url": settings.url, "supervisors": list(settings.supervisors)}
+    data: dict[str, object] = {"supervisors": list(settings.supervisors)}
     if settings.theme:
         data["theme"] = settings.theme
     try:

@@ -50,6 +50,45 @@ def current_version(versions: Versions) -> Mapping[str, Any] | None:
     return next((row for row in versions if row.get("current") is True), None)
 
 
+def checksum_of(structure: str, versions: Versions) -> str | None:
+    """The checksum a token of `structure` runs on: the newest version of that structure (the
+    first in the list, as a migration's `from` names it); None when none is on record."""
+    return next(
+        (str(row["checksum"]) for row in versions
+         if row.get("structure") == structure and isinstance(row.get("checksum"), str)),
+        None,
+    )  # fmt: skip
+
+
+def older_states(
+    current: Mapping[str, Any] | None, graphs: Mapping[str, Mapping[str, Any]], versions: Versions
+) -> dict[str, str]:
+    """The states that only older versions with live tokens have, each with the 8 hex digits of
+    the newest such version that has it: `{"review": "99ab12cd"}`. A child workflow's state is
+    `<workflow>/<state>`, as `/stats` names it. `graphs` are the graph documents by checksum."""
+    known = set(graph_state_names(current))
+    found: dict[str, str] = {}
+    for row in versions:
+        graph = graphs.get(str(row.get("checksum")))
+        if row.get("current") is True or _live(row) == 0 or graph is None:
+            continue
+        for name in graph_state_names(graph):
+            if name not in known and name not in found:
+                found[name] = short(row.get("checksum"))
+    return found
+
+
+def graph_state_names(graph: Mapping[str, Any] | None) -> list[str]:
+    """The states of a graph document in order: the main workflow's, then `<workflow>/<state>`."""
+    if not graph:
+        return []
+    names = [str(s) for s in graph.get("states") or {}]
+    for workflow, body in (graph.get("workflows") or {}).items():
+        if isinstance(body, Mapping):
+            names.extend(f"{workflow}/{s}" for s in body.get("states") or {})
+    return names
+
+
 HINTS = {
     "same_version": "it runs on {to} already",
     "token_not_active": "only an active, paused or failed token migrates",

@@ -1,4 +1,4 @@
-"""`stateous console`: the Textual operator console of spec 60."""
+"""`stateous console`: the Textual operator console."""
 
 from __future__ import annotations
 
@@ -7,18 +7,10 @@ from pathlib import Path
 import click
 
 from stateous.cli.params import Seconds
+from stateous.cli.token import resolve_url
 from stateous.client.errors import ClientError
-from stateous.client.url import DEFAULT_URL, check_urls
-from stateous.model.environment import environment
+from stateous.client.url import check_urls
 from stateous.model.errors import StateousError
-
-
-def resolve_console_url(option: str | None, last_used: str | None) -> str:
-    """`--url`, else `STATEOUS_URL`, else the URL the console used last, else the default."""
-    for candidate in (option, environment().url, last_used):
-        if candidate:
-            return candidate
-    return DEFAULT_URL
 
 
 @click.command("console")
@@ -27,8 +19,8 @@ def resolve_console_url(option: str | None, last_used: str | None) -> str:
     "url",
     metavar="URL",
     default=None,
-    help="The control plane. Default: STATEOUS_URL, else the last URL used, "
-    "else http://127.0.0.1:8080.",
+    help="The control plane. Default: STATEOUS_URL, else http://127.0.0.1:8080 (as for every "
+    "command).",
 )
 @click.option(
     "--supervisor",
@@ -51,12 +43,13 @@ def console_command(url: str | None, supervisors: tuple[str, ...], refresh: floa
     # Textual is imported only when the console runs: the other commands stay quick to start.
     from stateous.tui.app import make_console
     from stateous.tui.settings import load_settings, settings_path
+    from stateous.tui.unexpected import log_path
 
     path = settings_path()
     settings, warning = load_settings(path)
     try:
         # Several control planes (spec 85 §3): URLs separated by commas, each checked.
-        chosen = ", ".join(check_urls(resolve_console_url(url, settings.url)))
+        chosen = ", ".join(check_urls(resolve_url(url)))
     except ClientError as exc:
         raise StateousError(str(exc)) from None
     folders = tuple(str(Path(f)) for f in supervisors)
@@ -67,5 +60,9 @@ def console_command(url: str | None, supervisors: tuple[str, ...], refresh: floa
         settings=settings,
         settings_file=path,
         notices=[warning] if warning else [],
+        log_file=log_path(),
     )
     app.run()
+    if app.return_code:
+        # The console ended on an error (its log has it): not a success for the shell.
+        raise SystemExit(app.return_code)

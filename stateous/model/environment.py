@@ -127,7 +127,8 @@ class Environment:
     )
     debug_point: str | None = _text(
         meaning="`supervise`: the named crash point that kills the process (SIGKILL), for "
-        "durability tests, such as `after_outbox_commit:note`.",
+        "durability tests, such as `after_outbox_commit:note`; `console`: `console_start` ends "
+        "the console on an error as it starts, for tests of its exit code.",
     )
     bench_keep: bool = _flag(
         meaning="The benchmarks keep their temporary folder (any value but empty)."

@@ -4,7 +4,7 @@ and the supervisor's log line all name versions this way."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 PREFIX = "sha256:"
@@ -39,3 +39,18 @@ def refused_line(refused: Mapping[str, int], examples: object) -> str:
         named = f" ({', '.join([*ids, *more])})" if ids else ""
         parts.append(f"{count:,} {code}{named}")
     return "refused: " + (", ".join(parts) if parts else "none")
+
+
+def version_note(token: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
+    """` (version 99ab12cd; new tokens start on 77ef12ab)` for a token that is not on the
+    current version's structure, else empty (also for a token or an answer without structures).
+
+    A token's version is the newest checksum of its structure (as `migrated`'s `from` says)."""
+    structure = token.get("structure")
+    current = next((row for row in rows if row.get("current") is True), None)
+    if not isinstance(structure, str) or current is None or current["structure"] == structure:
+        return ""
+    mine = next((row["checksum"] for row in rows if row.get("structure") == structure), None)
+    if mine is None:
+        return ""
+    return f" (version {short(mine)}; new tokens start on {short(current['checksum'])})"

@@ -12,7 +12,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Footer, Input, Label, Static
 
 from stateous.model.history import by_suffix
@@ -25,6 +24,7 @@ from stateous.tui.screens.confirm import (
     reason_field,
     typed_reason,
 )
+from stateous.tui.unexpected import GuardedModal
 from stateous.tui.widgets import Banner, StatusBar
 from stateous.tui.widgets.polling import PollingScreen
 from stateous.tui.widgets.tables import add_columns, fill
@@ -111,7 +111,7 @@ class BulkChoice:
     payload: dict[str, Any] | None = None
 
 
-class BulkConfirmScreen(ModalScreen[BulkChoice | None]):
+class BulkConfirmScreen(GuardedModal[BulkChoice | None]):
     """`cancel 1,204 tokens?` with the first ids, a reason field (and for fire, the event).
 
     It answers the keys of every confirmation (`confirm.py`): `y` starts the job, `enter` in the

@@ -17,6 +17,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
 
+from stateous.tui.unexpected import GuardedModal
+
 REASON_ID = "reason"
 """The id of every confirmation's reason field."""
 
@@ -45,7 +47,7 @@ def typed_reason(screen: ModalScreen[Any]) -> str:
     return found.first(Input).value.strip() if found else ""
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(GuardedModal[bool]):
     """Ask `question`; dismissed with True only on `y`, the yes button or `enter` in the reason."""
 
     BINDINGS: ClassVar[list[BindingType]] = ANSWER_BINDINGS

@@ -8,7 +8,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static, TextArea
 
 from stateous.model.history import duplicate_line, token_line
@@ -24,9 +23,10 @@ from stateous.tui.schema import (
     validate,
 )
 from stateous.tui.screens.confirm import REASON_ID, reason_field, typed_reason
+from stateous.tui.unexpected import GuardedModal
 
 
-class FireScreen(ModalScreen[bool]):
+class FireScreen(GuardedModal[bool]):
     """A form: the event, its payload as JSON, an optional idempotency key (`k`) and an optional
     reason (spec 80 §1; `enter` in it sends, as `ctrl+s` does).
 
@@ -63,7 +63,7 @@ class FireScreen(ModalScreen[bool]):
                 options,
                 allow_blank=not options,
                 id="event",
-                value=self.events[0] if options else Select.BLANK,
+                value=self.events[0] if options else Select.NULL,
             )
             yield Static("", classes="fields", id="fields")
             yield TextArea("{}", id="payload", soft_wrap=True)
@@ -85,7 +85,7 @@ class FireScreen(ModalScreen[bool]):
 
     @on(Select.Changed, "#event")
     def _event_chosen(self, changed: Select.Changed) -> None:
-        self._show_event(str(changed.value) if changed.value != Select.BLANK else None)
+        self._show_event(str(changed.value) if changed.value != Select.NULL else None)
 
     def _show_event(self, event: str | None) -> None:
         model = payload_model(self.graph, self.token, event) if event else None
@@ -101,7 +101,7 @@ class FireScreen(ModalScreen[bool]):
     def form(self) -> tuple[str, dict[str, Any] | None, str | None]:
         """(event, payload, key) from the form; FormError when it cannot be sent."""
         chosen = self.query_one(Select).value
-        if chosen == Select.BLANK:
+        if chosen == Select.NULL:
             raise FormError("choose an event")
         event = str(chosen)
         model = payload_model(self.graph, self.token, event)

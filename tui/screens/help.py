@@ -14,10 +14,11 @@ from rich.table import Table
 from textual.app import App, ComposeResult
 from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widgets import Static
 
 from stateous.tui.screens.read_only import READ_ONLY, acts, read_only
+from stateous.tui.unexpected import GuardedModal
 
 OURS = "stateous."
 """The module prefix of the console's own classes (Textual's bindings are not ours to list)."""
@@ -35,7 +36,7 @@ class HelpRow(NamedTuple):
     everywhere: bool
 
 
-class HelpScreen(ModalScreen[bool]):
+class HelpScreen(GuardedModal[bool]):
     """The keys of the screen below it, then the console's own keys."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "close", "Close")]

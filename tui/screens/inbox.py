@@ -14,7 +14,12 @@ from textual.widgets import DataTable, Footer, Static
 from stateous.client import Page
 from stateous.tui.format import local_time, since
 from stateous.tui.screens.fire import FireScreen
-from stateous.tui.screens.read_only import ReadOnlyScreen, read_only, with_read_only
+from stateous.tui.screens.read_only import (
+    ReadOnlyScreen,
+    read_only,
+    say_read_only,
+    with_read_only,
+)
 from stateous.tui.widgets import Banner, StatusBar
 from stateous.tui.widgets.polling import PollingScreen
 from stateous.tui.widgets.tables import add_columns, fill
@@ -115,23 +120,20 @@ class InboxScreen(PollingScreen, ReadOnlyScreen):
         self.action_answer()
 
     def action_answer(self) -> None:
-        """Open the fire form of the token under the cursor; nothing on a read-only console
-        (`enter` on the table selects a row without asking `check_action`)."""
+        """Open the fire form of the token under the cursor; on a read-only console, say which
+        role it needs (`enter` on the table selects a row without asking `check_action`)."""
         if read_only(self):
+            say_read_only(self, "Answer (fire)")
             return
         entry = self.chosen()
-        if entry is None:
-            return
-        if self.console.graph is None:
-            self.notify("the workflow is not loaded yet; try again", severity="warning")
-            return
-        self.open_form(str(entry.get("token")))
+        if entry is not None:
+            self.open_form(str(entry.get("token")))
 
     @work(exclusive=True, group="answer")
     async def open_form(self, token_id: str) -> None:
-        """Read the token as it is now, then open its fire form."""
+        """Read the token as it is now, then open its fire form (the events of its version)."""
         token = await self.console.call(self.console.plane.get(token_id))
-        graph = self.console.graph
+        graph = None if token is None else await self.console.graph_for(token)
         if token is None or graph is None:
             return
         self.app.push_screen(FireScreen(token, graph), self._form_closed)

@@ -13,6 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.widgets import DataTable, Footer, Static
 
+from stateous.model.versions import short
 from stateous.tui.format import local_time, parse_time, since
 from stateous.tui.outbox import STALE_SECONDS, SupervisorView, read_folder
 from stateous.tui.widgets import Banner, StatusBar
@@ -26,6 +27,7 @@ REGISTRY = (
     ("seen", "seen"),
     ("states", "states"),
     ("slots", "slots"),
+    ("version", "version"),
 )
 REGISTRY_STYLES = {"live": "green", "stale": "bold yellow", "gone": "dim"}
 FOLDERS = (
@@ -80,6 +82,18 @@ def registry_row(entry: dict[str, Any], now: datetime) -> list[Text]:
         Text(", ".join(str(s) for s in states) if isinstance(states, list) else "?", style="cyan"),
         Text(f"{used}/{entry.get('slots')}", justify="right"),
     ]
+
+
+def served_version(entry: dict[str, Any], current: str | None) -> Text:
+    """The version a supervisor serves: its checksum's 8 hex digits, `(current)` after the one
+    new tokens start on; `-` for a supervisor that names none (one from before versions)."""
+    checksum = entry.get("checksum")
+    if not isinstance(checksum, str):
+        return Text("-", style="dim")
+    text = Text(short(checksum), style="magenta")
+    if checksum == current:
+        text.append(" (current)", style="dim")
+    return text
 
 
 def folder_url(view: SupervisorView) -> str | None:
@@ -146,7 +160,7 @@ class OutboxesScreen(PollingScreen):
 
     @work(exclusive=True, group="registry")
     async def poll_registry(self) -> None:
-        """`GET /supervisors` (a control plane older than spec 80 has none: the table says so)."""
+        """`GET /supervisors` (an older control plane has none: the table says so)."""
         found = await self.console.call(self.console.plane.supervisors(), quiet=True)
         try:
             self.show_registry(found)
@@ -156,7 +170,15 @@ class OutboxesScreen(PollingScreen):
     def show_registry(self, entries: list[dict[str, Any]] | None) -> None:
         """Fill the registry table, as tall as its rows."""
         table = self.query_one("#registry", DataTable)
-        rows = [registry_row(e, self.console.now()) for e in entries or []]
+        current = (self.console.health or {}).get("checksum")
+        now = self.console.now()
+        rows = [
+            [
+                *registry_row(e, now),
+                served_version(e, current if isinstance(current, str) else None),
+            ]
+            for e in entries or []
+        ]
         fill(table, rows, [str(e.get("supervisor")) for e in entries or []])
         table.styles.height = max(len(rows), 1) + 3
         if entries is None:

@@ -10,7 +10,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
@@ -18,6 +17,7 @@ from stateous.model.history import display_state
 from stateous.tui.screens.confirm import REASON_ID, ConfirmScreen, reason_field, typed_reason
 from stateous.tui.screens.migrate import MigratingScreen
 from stateous.tui.screens.read_only import with_read_only
+from stateous.tui.unexpected import GuardedModal
 
 REPAIR_BINDINGS = with_read_only(
     [
@@ -36,7 +36,7 @@ def move_question(token: dict[str, Any]) -> str:
     )
 
 
-class MoveScreen(ModalScreen[str | None]):
+class MoveScreen(GuardedModal[str | None]):
     """The states of the token's workflow; `enter` moves the token to the highlighted one, also
     from the reason field below the list (`tab`)."""
 
@@ -120,19 +120,16 @@ class RepairScreen(MigratingScreen):
     def action_move(self) -> None:
         """Choose a state of the token's workflow, then move the token there."""
         token = self._steerable()
-        if token is None:
-            return
-        graph = self.console.graph
-        if graph is None:
-            self.notify("the workflow is not loaded yet; try again", severity="warning")
-            return
-        states = [str(name) for name in graph.get("states", {})]
-        self.choose_move(token, states)
+        if token is not None:
+            self.choose_move(token)
 
     @work(exclusive=True, group="steer")
-    async def choose_move(self, token: dict[str, Any], states: list[str]) -> None:
-        """The list of states (and a reason), then the move."""
-        choose = MoveScreen(token, states)
+    async def choose_move(self, token: dict[str, Any]) -> None:
+        """The list of the states of the token's version (and a reason), then the move."""
+        graph = await self.console.graph_for(token)
+        if graph is None:
+            return
+        choose = MoveScreen(token, [str(name) for name in graph.get("states", {})])
         state = await self.app.push_screen_wait(choose)
         if state is None:
             return

@@ -9,7 +9,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from stateous.model.history import token_line
@@ -22,11 +21,12 @@ from stateous.tui.schema import (
     skeleton,
     validate,
 )
+from stateous.tui.unexpected import GuardedModal
 
 TOKEN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
-class StartScreen(ModalScreen[bool]):
+class StartScreen(GuardedModal[bool]):
     """A form: the new token's id and its context. Dismissed with True once it is started."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

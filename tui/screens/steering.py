@@ -114,12 +114,15 @@ class SteeringScreen(ReadOnlyScreen):
     def action_fire(self) -> None:
         """Open the fire form for the selected token."""
         token = self._steerable()
-        if token is None:
-            return
-        if self.console.graph is None:
-            self.notify("the workflow is not loaded yet; try again", severity="warning")
-            return
-        self.app.push_screen(FireScreen(token, self.console.graph), self._form_closed)
+        if token is not None:
+            self.open_fire_form(token)
+
+    @work(exclusive=True, group="steer")
+    async def open_fire_form(self, token: dict[str, Any]) -> None:
+        """The fire form of `token`, with the events of the version it runs on."""
+        graph = await self.console.graph_for(token)
+        if graph is not None:
+            self.app.push_screen(FireScreen(token, graph), self._form_closed)
 
     def action_start(self) -> None:
         """Open the start form."""

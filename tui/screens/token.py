@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Footer, RichLog, Static, TabbedContent, T
 
 from stateous.model.findings import finding_lines
 from stateous.model.history import display_state, history_line, payload_json
+from stateous.model.versions import version_note
 from stateous.tui.format import (
     TASK_STYLES,
     countdown,
@@ -27,6 +28,7 @@ from stateous.tui.format import (
 from stateous.tui.screens.repair import REPAIR_BINDINGS, RepairScreen
 from stateous.tui.screens.steering import STEERING_BINDINGS
 from stateous.tui.screens.tokens import steering_commands
+from stateous.tui.versions import versions_of
 from stateous.tui.widgets import Banner, StatusBar
 from stateous.tui.widgets.polling import PollingScreen
 from stateous.tui.widgets.tables import add_columns, fill
@@ -153,9 +155,14 @@ class TokenScreen(PollingScreen, RepairScreen):
                 self.show_children(children)
 
     def show_token(self, token: dict[str, Any]) -> None:
-        """The token line (as `token show` prints it), its parent, and its context."""
+        """The token line (as `token show` prints it, with its version when it is not the
+        current one), its parent, and its context."""
         self.token = token
         line = token_line_text(token)
+        # As `token show` prints it: the version of a token not on the one new tokens start on.
+        note = version_note(token, versions_of(self.console.stats))
+        if note:
+            line.append(note, style="dim")
         parent = token.get("parent")
         if isinstance(parent, str):
             line.append(f"   child of {parent} (u)", style="dim")

@@ -162,11 +162,13 @@ class TokensScreen(PollingScreen, RepairScreen):
             self.query_one("#search", Input).cursor_blink = False
         self.watch(self.app, "stats", self._stats_changed)
         self.watch(self.app, "graph", self._stats_changed)
+        self.watch(self.app, "older", self._stats_changed)
         self._show_filters()
         self.start_polling()
 
     def _stats_changed(self, _value: object = None) -> None:
-        self.query_one(StatesPanel).show(self.console.graph, self.console.stats)
+        console = self.console
+        self.query_one(StatesPanel).show(console.graph, console.stats, console.older)
         versions = versions_of(self.console.stats)
         names = version_names(versions) if live_versions(versions) > 1 else None
         if names != self.versions:
@@ -420,16 +422,17 @@ class TokensScreen(PollingScreen, RepairScreen):
 
     @on(Input.Submitted, "#search")
     def _prefix_submitted(self, submitted: Input.Submitted) -> None:
-        # Enter opens an exact id (also one older than the listing reaches) or the only match.
+        """Enter in the search: the keys go back to the tokens (the next key is not typed into
+        the search), and an exact id (also one older than the listing reaches, when no row
+        matches) or the only match opens."""
+        self.query_one("#tokens", TokenList).focus()
         value = submitted.value
         if self.search.context or self.search.problem:
             value = ""  # a search by context opens only its one match
-        if value and (value in self._keys or value not in self.tokens):
+        if value and (value in self._keys or not self._keys):
             self.open_token(value)
         elif len(self._keys) == 1:
             self.open_token(self._keys[0])
-        else:
-            self.query_one("#tokens", TokenList).focus()
 
     def action_clear(self) -> None:
         """Clear the id and state filters and the selection, and hide the search."""

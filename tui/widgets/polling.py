@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from textual import work
 from textual.css.query import NoMatches
-from textual.screen import Screen
 from textual.timer import Timer
 
 from stateous.tui.console import Console
+from stateous.tui.unexpected import GuardedScreen
 
 
-class PollingScreen(Screen[None]):
+class PollingScreen(GuardedScreen[None]):
     """Polls now and at the console's interval; the timer pauses while another screen is shown.
 
     A subclass calls `start_polling` once mounted and reads and shows its data in `fetch`; one

@@ -228,24 +228,22 @@ async def test_unreachable_control_plane_shows_the_banner_and_keeps_retrying(
 def test_settings_round_trip_and_a_broken_file_is_ignored(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "console.yaml"
     assert load_settings(path) == (Settings(), None)
-    assert (
-        save_settings(path, Settings(url="http://cp:9000", supervisors=("a", "b"), theme="nord"))
-        is None
-    )
-    assert load_settings(path) == (
-        Settings(url="http://cp:9000", supervisors=("a", "b"), theme="nord"),
-        None,
-    )
-    path.write_text("url: [unclosed\n", encoding="utf-8")
+    assert save_settings(path, Settings(supervisors=("a", "b"), theme="nord")) is None
+    assert path.read_text(encoding="utf-8") == "supervisors:\n- a\n- b\ntheme: nord\n"
+    assert load_settings(path) == (Settings(supervisors=("a", "b"), theme="nord"), None)
+    path.write_text("theme: [unclosed\n", encoding="utf-8")
     assert load_settings(path) == (
         Settings(),
         f"the settings file {path} is not valid YAML; ignored",
     )
-    path.write_text("url: 5\n", encoding="utf-8")
-    assert load_settings(path) == (Settings(), f"the settings file {path} has a bad url; ignored")
+    path.write_text("theme: 5\n", encoding="utf-8")
+    assert load_settings(path) == (Settings(), f"the settings file {path} has a bad theme; ignored")
+    # The URL an older console remembered is no setting any more: ignored, without a warning.
+    path.write_text("url: http://old:1\nsupervisors: [a]\n", encoding="utf-8")
+    assert load_settings(path) == (Settings(supervisors=("a",)), None)
 
 
-async def test_the_console_remembers_url_folders_and_theme(
+async def test_the_console_remembers_folders_and_theme_not_the_url(
     console: Callable[..., ConsoleApp], tmp_path: Path
 ) -> None:
     app = console(supervisors=["./sup"], notices=["the settings file x is not valid YAML; ignored"])
@@ -255,9 +253,10 @@ async def test_the_console_remembers_url_folders_and_theme(
         app.theme = "nord"
         await pilot.press("q")
     assert load_settings(tmp_path / "console.yaml") == (
-        Settings(url="http://control-plane.test:8080", supervisors=("./sup",), theme="nord"),
+        Settings(supervisors=("./sup",), theme="nord"),
         None,
     )
+    assert "url" not in (tmp_path / "console.yaml").read_text(encoding="utf-8")
     # Started again without --supervisor: the folders last used are kept.
     again = console(settings=load_settings(tmp_path / "console.yaml")[0])
     async with again.run_test(size=(100, 24)) as pilot:
@@ -310,15 +309,18 @@ def test_console_refuses_a_refresh_out_of_range(refresh: str) -> None:
     assert f"{refresh!r} is not a number of seconds from 0.2 to 60" in result.output
 
 
-def test_console_url_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    from stateous.cli.console import resolve_console_url
+def test_console_url_is_the_url_of_every_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`--url`, else `STATEOUS_URL`, else http://127.0.0.1:8080, as for every command: a URL in
+    the settings file of an older console is not used (the banner names the URL tried)."""
+    from stateous.cli.token import resolve_url
 
     monkeypatch.delenv("STATEOUS_URL", raising=False)
-    assert resolve_console_url(None, None) == "http://127.0.0.1:8080"
-    assert resolve_console_url(None, "http://last:1") == "http://last:1"
+    assert resolve_url(None) == "http://127.0.0.1:8080"
     monkeypatch.setenv("STATEOUS_URL", "http://env:2")
-    assert resolve_console_url(None, "http://last:1") == "http://env:2"
-    assert resolve_console_url("http://opt:3", "http://last:1") == "http://opt:3"
+    assert resolve_url(None) == "http://env:2"
+    assert resolve_url("http://opt:3") == "http://opt:3"
 
 
 def test_console_refuses_a_bad_url_with_one_sentence(capsys: pytest.CaptureFixture[str]) -> None:

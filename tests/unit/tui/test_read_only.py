@@ -1,6 +1,7 @@
 """The console with a `read` token: `GET /health` answers `"access": "read"`; every
 screen shows, the keys that act show `read only` in the footer and do nothing (no request, no
-form), the help marks them, the palette leaves them out; a snapshot of the footer."""
+form; each press says which role it needs), the help marks them, the palette leaves them out; a
+snapshot of the footer."""
 
 from __future__ import annotations
 
@@ -93,7 +94,12 @@ async def test_the_keys_that_act_show_read_only_and_do_nothing(
             await settle(pilot)
             assert isinstance(app.screen, TokenScreen), key
     assert recorded.requests == []
-    assert notes(pilot) == []
+    # Each press says which role the key needs, on both screens.
+    said = [
+        f"{what} needs the operate or admin role: this console's token has read"
+        for what in ("Pause", "Resume", "Cancel", "Fire", "Start", "Retry", "Move", "Migrate")
+    ]
+    assert notes(pilot) == said * 2  # fmt: skip
 
 
 async def test_an_operate_token_keeps_the_keys(
