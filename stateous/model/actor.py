@@ -1,4 +1,4 @@
-"""Who acts, when an operator does not say (spec 80 §1): one rule for the CLI, Client and console."""
+"""Who acts, when an operator does not say: one rule for the CLI, Client and console."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The optional bearer token of spec 70 §5: reading it from a file or the environment, with the
-names of spec 80 §1 and the roles of spec 97 §3."""
+"""The optional bearer token: reading it from a file or the environment, with the name each
+token acts as and its role (`read`, `operate`, `supervise` or `admin`)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ __all__ = [
     "token_from",
 ]
 
-#: What a token of the control plane's file may do (spec 97 §3), the narrowest first.
+#: What a token of the control plane's file may do, the narrowest first.
 Role = Literal["read", "operate", "supervise", "admin"]
 ROLES: tuple[Role, ...] = ("read", "operate", "supervise", "admin")
 
@@ -35,8 +35,8 @@ class AuthTokenError(StateousError):
 
 @dataclass(frozen=True)
 class Grant:
-    """One token of a control plane's file: its name, the actor of what its requests do (spec
-    80 §1; None for a plain token), and its role (spec 97 §3)."""
+    """One token of a control plane's file: its name, the actor of what its requests do
+    (None for a plain token), and its role."""
 
     name: str | None = None
     role: Role = "admin"
@@ -70,7 +70,7 @@ def _one_word(text: str) -> bool:
 
 
 def check_private(path: Path) -> None:
-    """Refuse a token file that its group or other users may read or write (spec 97 §3): the
+    """Refuse a token file that its group or other users may read or write: the
     tokens in it are secrets, whether it holds one token or a line per name."""
     try:
         mode = path.stat().st_mode
@@ -104,7 +104,7 @@ def _grant_of(number: int, path: Path, text: str) -> tuple[str, Grant]:
 
 
 def read_grants(path: Path) -> dict[str, Grant]:
-    """A control plane's token file (spec 80 §1, 97 §3): one token a line, `name: token role`,
+    """A control plane's token file: one token a line, `name: token role`,
     where the name and the role may each be left out (no role: `admin`, as before roles).
 
     Answers each token with its grant. The file must be private to its owner (`check_private`).

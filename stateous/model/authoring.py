@@ -1,7 +1,7 @@
-"""The authoring API of `flow.py`: `Workflow`, `START`, `END` (spec 10 §2, 05 §1-2).
+"""The authoring API of `flow.py`: `Workflow`, `START`, `END`.
 
 Every call checks what it can see at once and raises `DeclarationError` with the
-exact sentence of spec 10 §2.9; checks that need the whole graph run at compile time.
+sentence that names the mistake; checks that need the whole graph run at compile time.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ __all__ = [
     "valid_name",
 ]
 
-#: Workflow, state and event names (spec 10 §2.6).
+#: Workflow, state and event names.
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 #: Events that transitions name by string and nobody declares.
 BUILT_IN_EVENTS: Final = ("timeout", "error", "joined")
@@ -42,7 +42,7 @@ _NAME_RULE = "use a-z, 0-9, '_' and '-', starting with a letter, at most 64 char
 
 
 class DeclarationError(StateousError):
-    """A mistake in `flow.py` seen at the call that makes it (spec 10 §2.9)."""
+    """A mistake in `flow.py` seen at the call that makes it."""
 
     code = "invalid_workflow"
 
@@ -152,7 +152,7 @@ class Transition:
 
 
 class Workflow:
-    """A named graph of states, events and transitions (spec 10 §2.1)."""
+    """A named graph of states, events and transitions."""
 
     def __init__(self, name: str, *, context: type[BaseModel] | None = None) -> None:
         if not valid_name(name):
@@ -166,7 +166,7 @@ class Workflow:
         self.states: dict[str, State] = {}
         self.events: dict[str, Event] = {}
         self.transitions: list[Transition] = []
-        #: The context keys tokens are found by (spec 95 §1), in declaration order.
+        #: The context keys tokens are found by, in declaration order.
         self.search_keys: list[str] = []
 
     def __repr__(self) -> str:
@@ -184,7 +184,7 @@ class Workflow:
         inputs: Sequence[str] = (),
         into: str | None = None,
     ) -> State:
-        """Declare a state; `parallel=[...]` makes it run child workflows (§2.2, §2.8)."""
+        """Declare a state; `parallel=[...]` makes it run child workflows."""
         self._check_state_name(name)
         where = f"state {name!r}"
         if timeout is not None:
@@ -273,7 +273,7 @@ class Workflow:
     def event(
         self, name: str, *, payload: type[BaseModel] | None = None, into: str | None = None
     ) -> Event:
-        """Declare an event; `into="key"` saves its payload in the context (05 §1)."""
+        """Declare an event; `into="key"` saves its payload in the context."""
         if name in (*BUILT_IN_EVENTS, STARTED):
             raise DeclarationError(
                 f"event {name!r} is Stateous's own; transitions use it by name, without a declaration"
@@ -294,7 +294,7 @@ class Workflow:
 
     # -- search keys -------------------------------------------------------------------
     def search(self, *keys: str) -> None:
-        """Declare context keys to find tokens by (spec 95 §1), e.g. `flow.search("customer")`.
+        """Declare context keys to find tokens by, e.g. `flow.search("customer")`.
 
         The names are checked here; that each is a field of the context model of a fitting
         type, and that the workflow is the top one, is checked at compile time.
@@ -325,7 +325,7 @@ class Workflow:
         when: str | None = None,
         otherwise: bool = False,
     ) -> Transition:
-        """Declare a transition from `source` to `target` (§2.4), checked in the spec's order."""
+        """Declare a transition from `source` to `target`; the first failing check raises."""
         self._check_owner(source)
         self._check_owner(target)
         event = self._check_endpoints(source, target, on)

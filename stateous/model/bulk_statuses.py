@@ -1,4 +1,4 @@
-"""The statuses each bulk action can act on (spec 80 §2), which the CLI and the console select
+"""The statuses each bulk action can act on, which the CLI and the console select
 when the user names no status."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ ACTS_ON: dict[str, tuple[str, ...]] = {
     "cancel": ("active", "paused"),
     "fire": ("active", "paused"),
     "retry": ("failed",),
-    "migrate": ("active", "paused", "failed"),  # spec 90 §5
+    "migrate": ("active", "paused", "failed"),
 }
 """A token of another status would only be skipped (`pause --where --state review` once matched
 9,801 completed tokens, each one skipped). The HTTP API keeps its empty filter: every top token."""

@@ -1,4 +1,4 @@
-"""Canonical JSON, the graph file's text, and its `checksum` and `structure` (spec 10 §5.6-5.7)."""
+"""Canonical JSON, the graph file's text, and its `checksum` and `structure`."""
 
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ def strip_tuning(doc: Any) -> Any:
     """A deep copy of a graph document without what a token's path does not depend on.
 
     That is each state's `timeout` and `retries` (in the top workflow's `states` and those of
-    every body under `workflows`) and the top-level `search` keys (spec 95 §1: adding or
-    removing one needs no migration); nothing else is touched.
+    every body under `workflows`) and the top-level `search` keys (adding or removing one
+    needs no migration); nothing else is touched.
     """
     stripped = copy.deepcopy(doc)
     if not isinstance(stripped, dict):

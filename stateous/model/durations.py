@@ -1,4 +1,4 @@
-"""Durations of the graph language: `30s`, `10m`, `6h`, `2d` (spec 10 §2.7)."""
+"""Durations of the graph language: `30s`, `10m`, `6h`, `2d`."""
 
 from __future__ import annotations
 

@@ -61,9 +61,9 @@ def _flag(meaning: str) -> Any:
 class Environment:
     """The `STATEOUS_*` variables of this process: each with its type, default and meaning.
 
-    An empty variable counts as unset. The durations shorten the spec's for tests (a real
+    An empty variable counts as unset. Tests shorten the durations (a real
     `serve` or `supervise` cannot wait two minutes for a lease to end); the defaults are the
-    spec's, which `control.settings.Settings`, `Thresholds` and `Timings` start from.
+    documented ones, which `control.settings.Settings`, `Thresholds` and `Timings` start from.
     """
 
     url: str | None = _text(
@@ -160,7 +160,7 @@ def meaning_of(name: str) -> str:
 
 
 DEFAULTS = Environment()
-"""Every variable's default, whatever the environment holds: the spec's durations."""
+"""Every variable's default, whatever the environment holds: the documented durations."""
 
 
 class InvalidEnvironment(StateousError):

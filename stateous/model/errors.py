@@ -1,4 +1,4 @@
-"""The root of Stateous's errors: each carries the spec's stable `code`."""
+"""The root of Stateous's errors: each carries a stable `code`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 class StateousError(Exception):
     """An expected failure with a one-sentence message.
 
-    `code` is the stable refusal code of the spec where one exists (for example
+    `code` is the stable refusal code where one exists (for example
     `token_not_active`); the CLI prints `error: <message>` and exits 1.
     """
 

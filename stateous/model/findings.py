@@ -1,4 +1,4 @@
-"""The lines of `stateous token why` and of the console's findings (spec 80 §4).
+"""The lines of `stateous token why` and of the console's findings.
 
 Pure, like `stateous.model.history`: the answer of `GET /tokens/{id}/why` in, `Line`s out. One
 line per finding: `  <code>: <sentence> (since HH:MM:SS)`, the time in this computer's zone.

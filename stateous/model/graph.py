@@ -1,4 +1,4 @@
-"""Reading a graph file: every check of spec 10 §5.8, and typed, read-only access to it."""
+"""Reading a graph file: every check of its shape, and typed, read-only access to it."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ _BODY_KEYS = ("states", "events", "transitions")
 
 
 class GraphFileError(StateousError):
-    """A file that is not a graph file this Stateous can serve (spec 10 §5.8)."""
+    """A file that is not a graph file this Stateous can serve."""
 
     code = "invalid_graph"
 
@@ -97,7 +97,7 @@ class WorkflowBody:
     states: dict[str, StateSpec]
     events: dict[str, EventSpec]
     transitions: list[TransitionSpec]
-    #: The structure of the graph the body belongs to (spec 90: tokens run on their own).
+    #: The structure of the graph the body belongs to (tokens run on their own version).
     structure: str = ""
     #: The graph's `schemas`, where the body's models are.
     schemas: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -124,7 +124,7 @@ class Graph:
     structure: str
     bodies: dict[str, WorkflowBody]
     schemas: dict[str, Any]
-    #: The main workflow's search keys, sorted (spec 95 §1); empty when the file has none.
+    #: The main workflow's search keys, sorted; empty when the file has none.
     search: tuple[str, ...] = ()
 
     @property
@@ -171,7 +171,7 @@ def load_graph(text: str) -> Graph:
         for key in _BODY_KEYS:
             if key not in child:
                 raise GraphFileError(f"{where} has no {key!r}")
-        # The spec words child state problems like the top's: `the graph file's state ...`.
+        # Child state problems are worded like the top's: `the graph file's state ...`.
         bodies[name] = _body(name, child, doc, "the graph file's ", structure)
     schemas = doc["schemas"]
     _check_models(bodies, schemas)
@@ -358,7 +358,7 @@ def _check_models(bodies: Mapping[str, WorkflowBody], schemas: Mapping[str, Any]
 
 
 def _search(raw: Any, main: WorkflowBody, schemas: Mapping[str, Any]) -> tuple[str, ...]:
-    """The `search` keys, each a top-level property of the main context model (spec 95 §1)."""
+    """The `search` keys, each a top-level property of the main context model."""
     if not isinstance(raw, list) or not all(isinstance(k, str) for k in raw):
         raise GraphFileError("the graph file's 'search' is not a list of context fields, by name")
     model = schemas.get(main.context) if main.context is not None else None

@@ -1,10 +1,10 @@
-"""The guard language: parse a `when=` text into a tree and evaluate it (spec 10 §3).
+"""The guard language: parse a `when=` text into a tree and evaluate it.
 
 A guard is never executed as Python. `parse_guard` reads it with Python's own parser
 (`ast.parse(..., mode="eval")`, which builds a tree and runs nothing), refuses anything
-outside the language with the reason of spec 10 §3.2 — naming an unsupported construct
-by its `ast` node class, as the spec does — and returns a `Guard` whose `evaluate`
-follows §3.4 and never raises.
+outside the language with a reason — naming an unsupported construct by its `ast` node
+class — and returns a `Guard` whose `evaluate` never raises: a comparison that cannot be
+made is false.
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ class Guard:
     root: Node
 
     def evaluate(self, env: GuardEnv) -> bool:
-        """Whether the guard holds for `env` (spec 10 §3.4); never raises."""
+        """Whether the guard holds for `env`; never raises."""
         try:
             return truthy(_Evaluator(env).value(self.root, None))
         except (
@@ -272,7 +272,7 @@ def _parse_expression(text: str) -> ast.expr:
 
 
 class _Converter:
-    """Turns Python's tree into the guard's tree, refusing with the reasons of §3.2."""
+    """Turns Python's tree into the guard's tree, refusing what the language leaves out, with a reason."""
 
     def __init__(self) -> None:
         self.depth = 0
@@ -416,7 +416,7 @@ def _attribute(node: ast.Attribute) -> Node:
     raise _Refusal("only payload.<field> may be read with a dot")
 
 
-# -- values and evaluation (§3.4) --------------------------------------------------------
+# -- values and evaluation ---------------------------------------------------------------
 
 
 def _is_number(value: object) -> bool:
@@ -465,7 +465,7 @@ def truthy(value: object) -> bool:
 
 
 def _search(op: str, a: object, b: object) -> bool:
-    """`a in b` / `a not in b` with the null rules of §3.4.2."""
+    """`a in b` / `a not in b` with the null rules: `b` null is false for both."""
     negate = op == "not in"
     if isinstance(b, list | tuple):
         found = any(json_equal(a, e) for e in b)

@@ -36,7 +36,7 @@ STATUS_STYLES = {
     "failed": "red",
     "cancelled": "grey50",
 }
-"""The colour of each token status (spec 60 §3: the same in every view and in `token show`)."""
+"""The colour of each token status (the same in every view and in `token show`)."""
 
 STYLE_TIME = "dim"
 STYLE_SEQ = "dim"
@@ -155,7 +155,7 @@ def local_datetime(at: object, tz: tzinfo | None = None) -> str:
 
 
 def token_line(token: Mapping[str, Any]) -> Line:
-    """`<token>: <state>[ (visit N)], <status>` (spec 50 §3.2)."""
+    """`<token>: <state>[ (visit N)], <status>`."""
     status = _value(token.get("status"))
     return Line(
         (
@@ -213,7 +213,7 @@ def history_lines(entries: Iterable[Mapping[str, Any]], tz: tzinfo | None = None
 
 
 def history_line(entry: Mapping[str, Any], tz: tzinfo | None = None) -> Line:
-    """`HH:MM:SS  #<seq>  <text>` for one entry `{seq, at, kind, data}` (spec 50 §3.8)."""
+    """`HH:MM:SS  #<seq>  <text>` for one entry `{seq, at, kind, data}`."""
     kind = entry.get("kind")
     return Line(
         (
@@ -243,7 +243,7 @@ def history_text(entry: Mapping[str, Any], tz: tzinfo | None = None) -> str:
 
 
 def by_suffix(by: object) -> str:
-    """Who did it (spec 80 §1): ` [alice, console: the vendor is down]`, ` [alice, cli]` (no
+    """Who did it: ` [alice, console: the vendor is down]`, ` [alice, cli]` (no
     colon when the reason is empty), with `bulk N` after the way when a bulk job did it."""
     if not isinstance(by, Mapping):
         return ""
@@ -266,7 +266,7 @@ def _field(data: Mapping[str, Any], name: str) -> str:
 def _started(data: Mapping[str, Any]) -> str:
     if "parent" in data:
         return f"started by {_field(data, 'parent')}"
-    # A token a schedule started (spec 97 §1).
+    # A token a schedule started.
     return f"started by schedule {_field(data, 'schedule')}" if "schedule" in data else "started"
 
 
@@ -298,7 +298,7 @@ def _moved(data: Mapping[str, Any]) -> str:
 
 
 def _migrated(data: Mapping[str, Any]) -> str:
-    """`migrated to sha256:77ef12ab… (review → checking)` (spec 90 §5): the target version as
+    """`migrated to sha256:77ef12ab… (review → checking)`: the target version as
     people read it (8 hex digits), the state before and the state after."""
     to = data.get("to")
     version = f"sha256:{short(to)}…" if isinstance(to, str) else "?"
@@ -345,9 +345,9 @@ _RENDERERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "completed": _fmt("completed"),
     "failed": _fmt("failed: {}", "reason"),
     "cancelled": _cancelled,
-    "retried": _retried,  # spec 80 §3
+    "retried": _retried,
     "moved": _moved,
-    "migrated": _migrated,  # spec 90 §5
+    "migrated": _migrated,
 }
 
 KINDS: frozenset[str] = frozenset({*_RENDERERS, "timer_set"})

@@ -1,4 +1,4 @@
-"""The log lines of `serve` and `supervise` (spec 50 §1.6): `<time> <logger>: <message>`.
+"""The log lines of `serve` and `supervise`: `<time> <logger>: <message>`.
 
 One function for both daemons, so that their lines look the same, milliseconds included
 (`2026-10-06 23:43:39,848 stateous.supervisor: ...`).

@@ -1,4 +1,4 @@
-"""The Mermaid state diagram of a graph document (spec 10 §8)."""
+"""The Mermaid state diagram of a graph document."""
 
 from __future__ import annotations
 

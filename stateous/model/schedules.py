@@ -1,11 +1,11 @@
-"""Schedules (spec 97 §1): the checks of a schedule's fields and its slots in its zone.
+"""Schedules: the checks of a schedule's fields and its slots in its zone.
 
 A slot is a wall-clock time of the zone that the cron expression names. Slots are computed on
 wall-clock times (cronsim on naive datetimes) and then placed in the zone, so daylight-saving
-time follows the spec: a wall-clock time that does not exist (the hour skipped in spring) is
+time follows one rule: a wall-clock time that does not exist (the hour skipped in spring) is
 no slot at all, and a wall-clock time that happens twice (the hour repeated in autumn) is one
 slot, at its first occurrence. Times given and answered here are naive UTC, as the store keeps
-them (spec 20 §3.1).
+them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronsim import CronSim, CronSimError
 
 NAME = re.compile(r"[a-z0-9-]{1,64}")
-#: The token id a pattern must make (the form of `POST /tokens`, spec 20 §1.3).
+#: The token id a pattern must make (the form `POST /tokens` accepts).
 TOKEN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 CATCH_UPS = ("none", "last", "all")
 DEFAULT_ID = "{name}-{at}"
@@ -33,7 +33,7 @@ SLOTS_A_STEP = 50
 #: With `catch_up: none`, a slot is on time (not missed) while the clock is this late at most:
 #: a cron expression counts in minutes, and a restart takes seconds.
 ON_TIME = timedelta(minutes=1)
-#: The parts of a schedule's body (`by` is the operator's, spec 80 §1).
+#: The parts of a schedule's body (`by` is the operator's actor and reason).
 PARTS = ("name", "cron", "tz", "context", "id", "catch_up", "paused", "by")
 #: How far a wall clock moves at a daylight-saving change, at most (Lord Howe: 30 minutes).
 _SHIFT = timedelta(hours=2)
@@ -45,7 +45,7 @@ class ScheduleProblem(ValueError):
 
 @dataclass(frozen=True)
 class ScheduleSpec:
-    """A schedule's fields as saved (spec 97 §1)."""
+    """A schedule's fields as saved."""
 
     name: str
     cron: str
@@ -200,7 +200,7 @@ def _margin(when: datetime, zone: tzinfo) -> timedelta:
 
 def _walls(cron: str, wall: datetime, reverse: bool = False) -> Iterator[datetime]:
     # Naive datetimes: cronsim counts wall-clock minutes with no daylight-saving fix-up of its
-    # own (it would move a skipped time to the next real minute, which the spec skips).
+    # own (it would move a skipped time to the next real minute, where a skipped time is no slot).
     return iter(CronSim(cron, wall, reverse=reverse))
 
 

@@ -1,4 +1,4 @@
-"""A bulk job's selection of tokens (spec 80 §2), as data: the filter's parts and the context test.
+"""A bulk job's selection of tokens, as data: the filter's parts and the context test.
 
 Pure: the control plane checks a body's filter into a `Filter` and its store reads the tokens that
 match; both use these definitions.
@@ -23,7 +23,7 @@ class Filter:
     entered_after: datetime | None = None
     context: dict[str, Any] | None = None
     tokens: tuple[str, ...] | None = None
-    structure: tuple[str, ...] | None = None  # spec 90 §3: the structures tokens run on
+    structure: tuple[str, ...] | None = None  # the structures tokens run on
 
 
 def same_json(one: Any, other: Any) -> bool:

@@ -1,4 +1,4 @@
-"""OpenTelemetry traces behind one small module (spec 97 §2), shared by `serve` and `supervise`.
+"""OpenTelemetry traces behind one small module, shared by `serve` and `supervise`.
 
 Tracing is on when the standard `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_TRACES_EXPORTER` is set
 in the process's environment (`wanted`). Only then does `start` import OpenTelemetry (the
@@ -37,7 +37,7 @@ __all__ = [
 
 log = logging.getLogger("stateous.tracing")
 
-#: The span attribute of each of a token's facts (spec 97 §2).
+#: The span attribute of each of a token's facts.
 ATTRIBUTES = {
     "token": "stateous.token",
     "state": "stateous.state",

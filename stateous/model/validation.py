@@ -1,4 +1,4 @@
-"""JSON Schema validation of contexts and payloads against a graph file's schemas (spec 10 §5.5)."""
+"""JSON Schema validation of contexts and payloads against a graph file's schemas."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class ModelValidator:
         root = {"$ref": f"#/schemas/{name}", "schemas": dict(schemas)}
         self._root = root
         self._validator: Draft202012Validator | None = None
-        # Compiled once (spec 75 §5): the common case, a valid value, never reaches the
+        # Compiled once: the common case, a valid value, never reaches the
         # interpreted validator, which still writes the messages of an invalid one.
         self._compiled = _compile(root, _reachable(schemas, name))
         self._defaults = _defaults(self.schema)
@@ -39,7 +39,7 @@ class ModelValidator:
         """The validator's messages joined by `; ` (each `{path}: {message}`), or None if valid.
 
         `{path}` is the dotted path of the failing value, or the model's name when the value
-        itself fails (spec 30 §1.7), e.g. `repo: 5 is not of type 'string'`.
+        itself fails, e.g. `repo: 5 is not of type 'string'`.
         """
         if self._compiled is not None and _valid(self._compiled, value):
             return None

@@ -1,4 +1,4 @@
-"""Versions as people read them (spec 90 §3, §5): a checksum's first hex digits, and a
+"""Versions as people read them: a checksum's first hex digits, and a
 migration dry run's refusals as one line. The CLI, the console, the control plane's sentences
 and the supervisor's log line all name versions this way."""
 

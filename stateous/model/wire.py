@@ -1,10 +1,10 @@
-"""The JSON shapes of the HTTP API (spec 20 §1), shared by the control plane and its clients."""
+"""The JSON shapes of the HTTP API, shared by the control plane and its clients."""
 
 from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
-#: Ledger kinds (spec 30 §1.6).
+#: Ledger kinds.
 LEDGER_KINDS: tuple[str, ...] = (
     "started",
     "event_accepted",
@@ -42,7 +42,7 @@ END = "__end__"
 
 
 class TokenWire(TypedDict):
-    """The token object (spec 20 §1.3); `parent` only on a child token."""
+    """The token object; `parent` only on a child token."""
 
     token: str
     state: str
@@ -51,9 +51,9 @@ class TokenWire(TypedDict):
     context: dict[str, Any]
     entered_at: str
     parent: NotRequired[str]
-    #: The structure the token runs on (spec 90 §3), the full `sha256:…`.
+    #: The structure the token runs on, the full `sha256:…`.
     structure: NotRequired[str]
-    #: `GET /tokens/{id}` of a token with a trace (spec 97 §2): its 32 hex digits.
+    #: `GET /tokens/{id}` of a token with a trace: its 32 hex digits.
     trace_id: NotRequired[str]
 
 
@@ -80,7 +80,7 @@ class EnteredByWire(TypedDict):
 
 
 class GrantWire(TypedDict):
-    """The answer to a claim that got a task (spec 20 §1.6).
+    """The answer to a claim that got a task.
 
     The one definition of the grant's fields: the API's OpenAPI model and the supervisor's
     check of a claim's answer read them from here.
@@ -94,7 +94,7 @@ class GrantWire(TypedDict):
     context: dict[str, Any]
     memory: dict[str, Any]
     entered_by: EnteredByWire
-    #: The claim's span (spec 97 §2), only for a token with a trace while `serve` traces: the
+    #: The claim's span, only for a token with a trace while `serve` traces: the
     #: routine's span is its child.
     traceparent: NotRequired[str]
 
@@ -106,7 +106,7 @@ class HeartbeatWire(TypedDict):
 
 
 class HealthWire(TypedDict):
-    """The answer of `GET /health`; `role` (spec 85 §1): `holder` or `replica`."""
+    """The answer of `GET /health`; `role`: `holder` or `replica`."""
 
     workflow: str
     checksum: str
