@@ -1,4 +1,4 @@
-"""`stateous bulk list|show|stop`: the bulk jobs of spec 80 §2 (start them with
+"""`stateous bulk list|show|stop`: the durable bulk jobs (start them with
 `stateous token ... --where`)."""
 
 from __future__ import annotations

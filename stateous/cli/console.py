@@ -48,7 +48,7 @@ def console_command(url: str | None, supervisors: tuple[str, ...], refresh: floa
     path = settings_path()
     settings, warning = load_settings(path)
     try:
-        # Several control planes (spec 85 §3): URLs separated by commas, each checked.
+        # Several control planes: URLs separated by commas, each checked.
         chosen = ", ".join(check_urls(resolve_url(url)))
     except ClientError as exc:
         raise StateousError(str(exc)) from None

@@ -1,4 +1,4 @@
-"""`stateous demo`: the getting-started walkthrough in one command (spec 70 §6).
+"""`stateous demo`: the getting-started walkthrough in one command.
 
 Each step runs the real command as a child process of this Python (`init workflow`,
 `init supervisor`, `serve --supervise`), in a fresh temporary folder, so the demo shows exactly
@@ -39,7 +39,7 @@ def draft(ctx: ItemContext) -> events.submitted | None:
         return None
     return events.submitted()
 """
-"""`orders-supervisor/draft.py` of the walkthrough (spec 50 §5, A3)."""
+"""`orders-supervisor/draft.py` of the getting-started walkthrough."""
 
 REVIEW_ROUTINE = """\
 from stateous import on_state
@@ -50,7 +50,7 @@ from contract import ItemContext, Verdict, events, states
 def review(ctx: ItemContext) -> events.reviewed:
     return events.reviewed(Verdict(approved=ctx["title"] != "reject me"))
 """
-"""`orders-supervisor/review.py` of the walkthrough (spec 50 §5, A3)."""
+"""`orders-supervisor/review.py` of the getting-started walkthrough."""
 
 REJECTED_TITLE = "reject me"
 WAIT_SECONDS = 60.0

@@ -1,4 +1,4 @@
-"""`stateous inbox`: the tokens waiting for a person, as a table (spec 80 §6)."""
+"""`stateous inbox`: the tokens waiting for a person, as a table."""
 
 from __future__ import annotations
 

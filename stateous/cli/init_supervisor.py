@@ -110,7 +110,7 @@ def _document(source: str, checksum: str | None = None) -> tuple[Mapping[str, An
 
 
 def _fetch(source: str, checksum: str | None = None) -> Mapping[str, Any]:
-    """`GET /workflow` (with `checksum`: `?checksum=`, spec 90 §3) of the control plane."""
+    """`GET /workflow` (with `checksum`: `?checksum=`, that version's) of the control plane."""
     from stateous.supervisor.folder import url_problem
 
     def fail(reason: str) -> InitError:
@@ -238,7 +238,7 @@ def _write_text(path: Path, text: str, *, new: bool = False) -> None:
 
 
 def yaml_text(url: str) -> str:
-    """The text of a new `stateous.yaml` (seed 002), the URL as a JSON string."""
+    """The text of a new `stateous.yaml`, the URL as a JSON string."""
     return (
         "# A Stateous supervisor. Run it with: stateous supervise <this folder>\n"
         f"url: {json.dumps(url)}    # the control plane\n"
@@ -271,7 +271,7 @@ def pyproject_text(folder: Path, checkout: str | None) -> str:
 
 
 def project_file_text(folder: Path, checkout: str | None, *, command: str, imports: str) -> str:
-    """A folder's own `pyproject.toml`, as `stateous <command>` writes it (spec 10 §6.3, 40 §2.7).
+    """A folder's own `pyproject.toml`, as `stateous <command>` writes it.
 
     `imports` names what the folder's code is (`your routines`, `flow.py and schemas.py`).
     """

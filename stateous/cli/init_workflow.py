@@ -1,4 +1,4 @@
-"""`stateous init workflow NAME [--stateous-path PATH]`: a starter workflow, compiled (spec 10 §6)."""
+"""`stateous init workflow NAME [--stateous-path PATH]`: a starter workflow, compiled."""
 
 from __future__ import annotations
 
@@ -77,17 +77,17 @@ class Verdict(BaseModel):
 
 
 def flow_text(name: str) -> str:
-    """The starter `flow.py` for workflow `name` (spec 10 §6.1 with 05 §5)."""
+    """The starter `flow.py` for workflow `name`."""
     return _FLOW.format(name=name, guide=GUIDE)
 
 
 def schemas_text(name: str) -> str:
-    """The starter `schemas.py` (spec 10 §6.2 with 05 §5)."""
+    """The starter `schemas.py`."""
     return _SCHEMAS.format(name=name)
 
 
 def pyproject_text(folder: Path, checkout: str | None) -> str:
-    """The starter `pyproject.toml` (spec 10 §6.3)."""
+    """The starter `pyproject.toml`."""
     return project_file_text(
         folder, checkout, command="init workflow", imports="flow.py and schemas.py"
     )

@@ -86,7 +86,7 @@ def _silence_stdout() -> None:
 
 
 def fail(message: str) -> None:
-    """Print `error: <message>` on stderr and exit 1: the error convention of spec 50."""
+    """Print `error: <message>` on stderr and exit 1: the error convention of every command."""
     click.echo(f"error: {message}", err=True)
     sys.exit(1)
 
@@ -95,7 +95,7 @@ def _with_usage_line(exc: click.UsageError, argv: list[str]) -> None:
     """Give `exc` the context of the command that `argv` names, when the parser left it out.
 
     click's parser raises `Option '--url' requires an argument.` with no context, and a usage
-    error without one is shown with no usage line (spec 50 §1.3 wants it on every one)."""
+    error without one is shown with no usage line (every usage error must show one)."""
     if exc.ctx is not None:
         return
     ctx = click.Context(cli, info_name="stateous", **cli.context_settings)
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _run(argv: list[str] | None) -> None:
-    """The command and the error convention of spec 50."""
+    """The command, with `error: <message>` and exit 1 for every refusal."""
     try:
         cli.main(args=argv, prog_name="stateous", standalone_mode=False)
     except click.exceptions.Exit as exc:

@@ -1,5 +1,5 @@
-"""`stateous prune --ended-before 90d|TIME [--export FILE] [--dry-run] [--yes] [--url URL]`
-(spec 95 §2): delete ended top tokens for good, each page written to the export file and
+"""`stateous prune --ended-before 90d|TIME [--export FILE] [--dry-run] [--yes] [--url URL]`:
+delete ended top tokens for good, each page written to the export file and
 `fsync`ed before it is pruned, so a crash at any moment leaves every pruned token in the file."""
 
 from __future__ import annotations

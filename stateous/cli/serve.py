@@ -1,5 +1,5 @@
 """`stateous serve GRAPH [--db URL] [--listen HOST:PORT] [--supervise FOLDER] [--replica]
-[--retain DURATION]` (spec 20 §2, spec 85 §1, spec 95 §2)."""
+[--retain DURATION]`."""
 
 from __future__ import annotations
 
@@ -83,10 +83,10 @@ def serve_command(
     from stateous.model.auth import grants_from
 
     setup_logging()
-    # The tokens with their names and roles (spec 80 §1, 97 §3); a file others can read stops here.
+    # The tokens with their names and roles; a file others can read stops here.
     grants = grants_from(auth_token_file)
     token = next(iter(grants), None)
-    # The spec's durations, unless a test shortened them (stateous.control.knobs).
+    # The documented durations, unless a test shortened them (stateous.control.knobs).
     settings = with_env_knobs(
         Settings(
             graph_path=graph,
@@ -108,7 +108,7 @@ def serve_command(
 
 
 def embedded_supervisor(folder: Path) -> Callable[[str], Awaitable[int]]:
-    """The supervisor of `--supervise FOLDER`, run beside the server (spec 40 §4.11)."""
+    """The supervisor of `--supervise FOLDER`, run beside the server."""
     from stateous.supervisor.loop import embedded
 
     return embedded(folder)

@@ -1,4 +1,4 @@
-"""`stateous supervise FOLDER`: run the routines of a supervisor's folder (spec 40 §4)."""
+"""`stateous supervise FOLDER`: run the routines of a supervisor's folder."""
 
 from __future__ import annotations
 

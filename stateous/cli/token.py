@@ -1,4 +1,4 @@
-"""`stateous token …`: start, fire, show, pause, resume and cancel tokens over HTTP (spec 50 §3)."""
+"""`stateous token …`: start, fire, show, pause, resume and cancel tokens over HTTP."""
 
 from __future__ import annotations
 
@@ -70,8 +70,8 @@ def resolve_url(option: str | None) -> str:
 
 
 def missing_argument(name: str) -> click.MissingParameter:
-    """The error of the current command's argument `name` left out: a syntax mistake (spec 50
-    §1.3), so click's usage line and `Missing argument`, exit 2, as for a required argument."""
+    """The error of the current command's argument `name` left out: a syntax mistake,
+    so click's usage line and `Missing argument`, exit 2, as for a required argument."""
     ctx = click.get_current_context()
     param = next(p for p in ctx.command.params if p.name == name)
     return click.MissingParameter(ctx=ctx, param=param)
@@ -102,7 +102,7 @@ def parse_json_object(name: str, text: str | None) -> dict[str, Any] | None:
 def control_plane(url_option: str | None, actor: str | None = None) -> Iterator[Client]:
     """A `Client` of the resolved URL; a `ClientError` becomes the command's `error:` sentence.
 
-    `actor` (`--as`, else `$STATEOUS_ACTOR`) is sent as `by` with `via: "cli"` (spec 80 §1)."""
+    `actor` (`--as`, else `$STATEOUS_ACTOR`) is sent as `by` with `via: "cli"`."""
     try:
         with Client(
             resolve_url(url_option),
@@ -209,7 +209,7 @@ def start_command(
 
 
 def _start_file(client: Client, file: str, reason: str | None) -> None:
-    """`token start --file FILE` (spec 75 §3): the summary and refusals; exit 1 on a refusal."""
+    """`token start --file FILE`: the summary and refusals; exit 1 on a refusal."""
     from pathlib import Path
 
     from stateous.cli.token_file import print_tally, start_file
@@ -331,7 +331,7 @@ def _show_token(client: Client, token_id: str) -> None:
     history = _objects(client.history(token_id), client.url)
     first, *rest = show_lines(token, children, history)
     note = version_note(token, _versions(client)) if "structure" in token else ""
-    # The token's trace (spec 97 §2), under its line, when it has one.
+    # The token's trace, under its line, when it has one.
     trace = [Line(((f"  trace {token['trace_id']}", STYLE_QUIET),))] if "trace_id" in token else []
     echo_lines([Line((*first.segments, (note, STYLE_QUIET))) if note else first, *trace, *rest])
 
@@ -351,7 +351,7 @@ def _show_graph(client: Client) -> None:
     click.echo(text if text.endswith("\n") else text + "\n", nl=False)
 
 
-# ---------------------------------------------------------------- find (spec 95 §1)
+# ---------------------------------------------------------------- find
 
 
 class SearchPair(click.ParamType[tuple[str, Any]]):
@@ -430,7 +430,7 @@ def _more_found(
 
 def _steer(action: str, summary: str) -> click.Command:
     """`token pause|resume|cancel ID`: one POST, then the token's line; with `--where`, a bulk
-    job over every token selected (spec 80 §2)."""
+    job over every token selected."""
 
     @url_option
     @by_options
@@ -447,7 +447,7 @@ def _steer(action: str, summary: str) -> click.Command:
             answer = getattr(client, action)(token_id, reason=reason)
         echo_lines([token_line(answer)])
 
-    # The first paragraph is the summary of spec 50 §1.2, exactly; --where is said below it.
+    # The first paragraph is the command's documented summary, exactly; --where is said below it.
     command.__doc__ = summary + "\n\nWith --where, every token the flags select, as one bulk job."
     command = click.argument("token_id", metavar="[ID]", required=False)(command)
     return token_group.command(action)(command)
@@ -460,7 +460,7 @@ resume_command = _steer("resume", "Resume a paused token: the held events apply 
 cancel_command = _steer("cancel", "Cancel a token for good.")
 
 
-# ---------------------------------------------------------------- repair (spec 80 §3-4)
+# ---------------------------------------------------------------- repair
 
 
 retry_command = _steer(

@@ -1,4 +1,4 @@
-"""`stateous token start --file FILE` (spec 75 §3): start every token of a JSON Lines or CSV
+"""`stateous token start --file FILE`: start every token of a JSON Lines or CSV
 file with `POST /tokens/batch`, a progress bar on a terminal, then the summary and the refusals."""
 
 from __future__ import annotations

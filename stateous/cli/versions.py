@@ -1,4 +1,4 @@
-"""`stateous versions`: the versions of the workflow on record, a table (spec 90 §3, §5)."""
+"""`stateous versions`: the versions of the workflow on record, a table."""
 
 from __future__ import annotations
 

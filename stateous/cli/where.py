@@ -1,4 +1,4 @@
-"""Who did it and bulk actions on the command line (spec 80 §1-2): `--reason` and `--as` on the
+"""Who did it and bulk actions on the command line: `--reason` and `--as` on the
 token commands, and `token pause|resume|cancel|retry|fire --where …` (count, first ids, a `[y/N]`
 confirmation, a progress bar that follows the job)."""
 
@@ -36,7 +36,7 @@ class SelectionError(StateousError):
 
 
 def by_options(func: Callable[..., None]) -> Callable[..., None]:
-    """`--reason TEXT` and `--as NAME` (spec 80 §1)."""
+    """`--reason TEXT` and `--as NAME`."""
     func = click.option(
         "--as", "actor", metavar="NAME", default=None,
         help="Who acts, for the token's history and the audit (default: $STATEOUS_ACTOR; with "
@@ -84,7 +84,7 @@ class Where:
 def selection_options(
     *, context: bool = True
 ) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """`--where` and the selection flags of spec 80 §2; without `context`, no `--context KEY=JSON`
+    """`--where` and the flags that select tokens; without `context`, no `--context KEY=JSON`
     (`token migrate`, whose `--context JSON` is the context writes)."""
     options = [
         click.option("--where", "where", is_flag=True,
@@ -119,7 +119,7 @@ def selection_options(
 
 
 where_options = selection_options()
-"""`--where` and every selection flag of spec 80 §2."""
+"""`--where` and every flag that selects tokens."""
 
 
 def where_of(values: dict[str, Any]) -> Where:
@@ -132,7 +132,7 @@ def where_of(values: dict[str, Any]) -> Where:
 def check_where(where: Where, token_id: str | None) -> None:
     """A token ID or `--where`, not both; the selection flags only with `--where`.
 
-    Each mistake is one of the command line itself: click's usage line and exit 2 (spec 50 §1.3).
+    Each mistake is one of the command line itself: click's usage line and exit 2.
     """
     if where.where and token_id is not None:
         raise usage_error("give a token ID or --where, not both")
@@ -220,8 +220,8 @@ def run_where(
     payload: dict[str, Any] | None = None,
     migration: dict[str, Any] | None = None,
 ) -> None:
-    """Count, confirm, start the job and follow it (spec 80 §2). `migration` is a bulk
-    `migrate`'s `to`, `states` and `context` (spec 90 §5): its dry run's refusals are printed
+    """Count, confirm, start the job and follow it. `migration` is a bulk
+    `migrate`'s `to`, `states` and `context`: its dry run's refusals are printed
     before the question, and a selection that is refused whole asks nothing.
 
     Without `--status`, only the statuses the action acts on are selected (`ACTS_ON`), sent as

@@ -214,7 +214,7 @@ class AsyncClient(BaseClient):
         """As `Client.audit`."""
         return await self._page(routes.audit(actor, token, since, limit, after))
 
-    # ------------------------------------------------------------ schedules (spec 97 §1)
+    # ------------------------------------------------------------ schedules
 
     async def add_schedule(
         self,
@@ -271,7 +271,7 @@ class AsyncClient(BaseClient):
         """Remove a schedule (the tokens it started stay); answers it as it was."""
         return await self._object(self._acting(routes.remove_schedule(name), reason))
 
-    # ------------------------------------------------------------ retention (spec 95 §2)
+    # ------------------------------------------------------------ retention
 
     async def export(
         self, ended_before: str, *, after: str | None = None, limit: int | None = None

@@ -16,7 +16,7 @@ from stateous.model.actor import default_actor
 
 
 class BaseClient:
-    """The state and the rules of a client of one or several control planes (spec 85 §3)."""
+    """The state and the rules of a client of one or several control planes."""
 
     def __init__(
         self,
@@ -27,18 +27,18 @@ class BaseClient:
         actor: str | None,
         via: str,
     ) -> None:
-        #: Every control plane to use (spec 85 §3: a list, or URLs separated by commas); `url` is
+        #: Every control plane to use (a list, or URLs separated by commas); `url` is
         #: the one in use, the next after a failover.
         self.urls = check_urls(url)
         self.url = self.urls[0]
         self.timeout = timeout
-        #: Who acts (spec 80 §1): sent as `by` with each change, with the call's `reason`.
+        #: Who acts: sent as `by` with each change, with the call's `reason`.
         self.actor = actor
         self.via = via  # `cli` and `console` say so; programs are `client`
         self._headers = {"Authorization": f"Bearer {auth_token}"} if auth_token else {}
 
     def by(self, body: dict[str, Any], reason: str | None) -> dict[str, Any]:
-        """`body` with `by` (spec 80 §1) when an actor or a reason is set (`via: "client"`)."""
+        """`body` with `by` when an actor or a reason is set (`via: "client"`)."""
         if self.actor is None and reason is None:
             return body
         by: dict[str, Any] = {"actor": self.actor or default_actor()}

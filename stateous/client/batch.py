@@ -1,4 +1,4 @@
-"""Starting many tokens with `POST /tokens/batch` (spec 75 §3), in requests that fit the API's
+"""Starting many tokens with `POST /tokens/batch`, in requests that fit the API's
 limits, falling back to `POST /tokens` one by one against a control plane without the route.
 
 `StartPlan` holds everything but the sending, which `Client` and `AsyncClient` each do.

@@ -1,4 +1,4 @@
-"""`Client`: one control plane over HTTP, synchronous, one request per call (spec 50 §4)."""
+"""`Client`: one control plane over HTTP, synchronous, one request per call."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ class Client(BaseClient):
         """Tokens, most recently moved first; `limit` 1–1000, the server's default 100. The
         answer is a `Page`: a list, with `next` the cursor of the next page (`after=`) or None.
 
-        `context` finds tokens by their searchable context keys (spec 95 §1): every key must hold
+        `context` finds tokens by their searchable context keys: every key must hold
         (`{"customer": "acme", "order_id": 4711}`). A key the workflow does not search by is
         `Refused` with code `invalid_argument`; a key still being filled, `search_not_ready`."""
         return self._page(routes.tokens(status, parent, limit, context, after))
@@ -142,7 +142,7 @@ class Client(BaseClient):
         return self._object(self._acting(routes.steer(token, "cancel"), reason))
 
     def retry(self, token: str, *, reason: str | None = None) -> dict[str, Any]:
-        """Retry a failed token: it enters again the state it failed in (spec 80 §3)."""
+        """Retry a failed token: it enters again the state it failed in."""
         return self._object(self._acting(routes.steer(token, "retry"), reason))
 
     def move(
@@ -153,7 +153,7 @@ class Client(BaseClient):
         *,
         reason: str | None = None,
     ) -> dict[str, Any]:
-        """Move a token by hand to `state`, with optional context writes (spec 80 §3)."""
+        """Move a token by hand to `state`, with optional context writes."""
         return self._object(self._acting(routes.move(token, state, context), reason))
 
     def why(self, token: str) -> dict[str, Any]:
@@ -170,7 +170,7 @@ class Client(BaseClient):
         key: str | None = None,
         reason: str | None = None,
     ) -> dict[str, Any]:
-        """Move a live top token to another version (spec 90 §5): `to` a checksum on record
+        """Move a live top token to another version: `to` a checksum on record
         (default: the current version), `states` maps its old state to a new one, `context`
         writes keys first. Answers the token; a repeated `key` answers the first answer again."""
         request = routes.migrate(token, to, states, context, key)
@@ -191,9 +191,9 @@ class Client(BaseClient):
         states: dict[str, str] | None = None,
         context: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Act on every top token that matches `filter` (spec 80 §2): a dry run answers
+        """Act on every top token that matches `filter`: a dry run answers
         `{"matched", "tokens"}`; otherwise a job starts and the answer is `{"job", "matched"}`.
-        Action `migrate` takes `to`, `states` and `context` as `migrate` does (spec 90 §5); its
+        Action `migrate` takes `to`, `states` and `context` as `migrate` does; its
         dry run also answers `refused` (`{code: n}`) and `examples` (`{code: [ids]}`)."""
         migrating = routes.migration(to, states, context)
         request = routes.bulk(action, filter, event, payload, dry_run, migrating)
@@ -224,7 +224,7 @@ class Client(BaseClient):
         a `Page` (`after`: a page's `next`)."""
         return self._page(routes.audit(actor, token, since, limit, after))
 
-    # ------------------------------------------------------------ schedules (spec 97 §1)
+    # ------------------------------------------------------------ schedules
 
     def add_schedule(
         self,
@@ -281,7 +281,7 @@ class Client(BaseClient):
         """Remove a schedule (the tokens it started stay); answers it as it was."""
         return self._object(self._acting(routes.remove_schedule(name), reason))
 
-    # ------------------------------------------------------------ retention (spec 95 §2)
+    # ------------------------------------------------------------ retention
 
     def export(
         self, ended_before: str, *, after: str | None = None, limit: int | None = None
@@ -314,27 +314,27 @@ class Client(BaseClient):
     def inbox(
         self, *, state: str | None = None, limit: int | None = None, after: str | None = None
     ) -> Page:
-        """The waiting tasks of live tokens, the longest waiting first (spec 80 §6), as a `Page`
+        """The waiting tasks of live tokens, the longest waiting first, as a `Page`
         (`after`: a page's `next`): each
         `{task, token, state, visit, status, since, note, events: [{event, payload_schema}]}`."""
         return self._page(routes.inbox(state, limit, after))
 
     def supervisors(self) -> list[Any]:
-        """The supervisors seen lately with their `status`: live, stale or gone (spec 80 §5)."""
+        """The supervisors seen lately with their `status`: live, stale or gone."""
         return self._list(routes.supervisors())
 
     def stats(self) -> dict[str, Any]:
-        """Tokens by status and live work by state (spec 70 §1): `{tokens: {status: n},
+        """Tokens by status and live work by state: `{tokens: {status: n},
         states: {state: {active, paused, queued, claimed, waiting, supervisors}}, …}`."""
         return self._object(routes.stats())
 
     def workflow(self, checksum: str | None = None) -> dict[str, Any]:
-        """The graph document the control plane serves; with `checksum`, that version's (spec 90
-        §3; `NotFound` with code `version_not_found` for one never served)."""
+        """The graph document the control plane serves; with `checksum`, that version's
+        (`NotFound` with code `version_not_found` for one never served)."""
         return self._object(routes.workflow(checksum))
 
     def versions(self) -> list[Any]:
-        """The versions on record, newest first (spec 90 §3): each `{checksum, structure,
+        """The versions on record, newest first: each `{checksum, structure,
         current, first_served_at, live}`."""
         return self._list(routes.versions())
 

@@ -1,4 +1,4 @@
-"""The errors of the Python client (spec 50 §4.3): one sentence each, `Refused` with `.code`."""
+"""The errors of the Python client: one sentence each, `Refused` with `.code`."""
 
 from __future__ import annotations
 

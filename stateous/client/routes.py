@@ -1,6 +1,6 @@
-"""The request of each method of `Client` and `AsyncClient` (spec 50 §4.2, spec 80), built once.
+"""The request of each method of `Client` and `AsyncClient`, built once.
 
-A change's `by` (spec 80 §1) is added by the client, which knows who acts.
+A change's `by` is added by the client, which knows who acts.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def tokens(
     context: Mapping[str, Any] | None = None,
     after: str | None = None,
 ) -> Request:
-    """`GET /tokens`; each key of `context` as `context.KEY=JSON` (spec 95 §1); `after` a
+    """`GET /tokens`; each key of `context` as `context.KEY=JSON`; `after` a
     page's cursor."""
     params = query(status=status, parent=parent, limit=limit, after=after)
     params |= context_params(context)
@@ -52,7 +52,7 @@ def fire(token: str, event: str, payload: dict[str, Any] | None, key: str | None
 
 
 def steer(token: str, action: str) -> Request:
-    """`pause`, `resume`, `cancel` or `retry` (spec 80 §3)."""
+    """`pause`, `resume`, `cancel` or `retry`."""
     return Request("POST", _token(token, f"/{action}"), body={})
 
 
@@ -74,7 +74,7 @@ def migrate(
     context: dict[str, Any] | None,
     key: str | None,
 ) -> Request:
-    """`POST /tokens/{id}/migrate` (spec 90 §5): only the parts given are sent."""
+    """`POST /tokens/{id}/migrate`: only the parts given are sent."""
     headers = None if key is None else {b"Idempotency-Key": header_value(key)}
     body = migration(to, states, context)
     return Request("POST", _token(token, "/migrate"), body, headers=headers)
@@ -100,8 +100,8 @@ def bulk(
     dry_run: bool,
     migrating: dict[str, Any] | None = None,
 ) -> Request:
-    """`POST /bulk` (spec 80 §2); `migrating` holds a `migrate`'s `to`, `states` and `context`
-    (spec 90 §5)."""
+    """`POST /bulk`; `migrating` holds a `migrate`'s `to`, `states` and
+    `context`."""
     body: dict[str, Any] = {"action": action, "filter": selection or {}}
     if event is not None:
         body["event"] = event
@@ -146,7 +146,7 @@ def prune(tokens: list[str], ended_before: str) -> Request:
     return Request("POST", "/prune", body={"tokens": tokens, "ended_before": ended_before})
 
 
-# ------------------------------------------------------------ schedules (spec 97 §1)
+# ------------------------------------------------------------ schedules
 
 
 def schedule_body(

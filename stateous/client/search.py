@@ -1,4 +1,4 @@
-"""Finding tokens by their context (spec 95 §1): `KEY=VALUE` as people type it, and the
+"""Finding tokens by their context: `KEY=VALUE` as people type it, and the
 `context.KEY=JSON` query parameters of `GET /tokens`. Shared by the CLI and the console."""
 
 from __future__ import annotations

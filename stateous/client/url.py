@@ -1,4 +1,4 @@
-"""The check of a control plane's URL, before any request (spec 50 §3.1 and §4.1)."""
+"""The check of a control plane's URL, before any request."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def check_url(url: str) -> str:
 
 
 def split_urls(value: str | Sequence[str]) -> list[str]:
-    """Several control planes' URLs (spec 85 §3): a list, or one string of URLs separated by
+    """Several control planes' URLs: a list, or one string of URLs separated by
     commas (`STATEOUS_URL`, `--url`, `url:` in stateous.yaml); blanks around each are dropped."""
     parts = value.split(",") if isinstance(value, str) else list(value)
     return [part.strip() for part in parts if part.strip()]

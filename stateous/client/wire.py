@@ -53,7 +53,7 @@ def header_value(key: str) -> bytes:
     return key.encode("utf-8")
 
 
-# ------------------------------------------------------------ the fail-over rule (spec 85 §3)
+# ------------------------------------------------------------ the fail-over rule
 
 
 def sent_nowhere(exc: httpx.RequestError) -> bool:

@@ -1,4 +1,4 @@
-"""What a migration from one graph to another would meet (spec 90 §6): `compile --against`.
+"""What a migration from one graph to another would meet: `compile --against`.
 
 Pure functions on two checked graph documents (`Graph`). The findings, in this order:
 

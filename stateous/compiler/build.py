@@ -1,4 +1,4 @@
-"""`stateous compile` without the command: load, select, validate, build, check names (spec 10 §4.1)."""
+"""`stateous compile` without the command: load, select, validate, build, check names."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class Compiled:
 
     @property
     def text(self) -> str:
-        """The graph file's text (§5.6)."""
+        """The graph file's text."""
         return graph_file_text(self.document)
 
 
@@ -64,7 +64,7 @@ def compile_path(path: str) -> Compiled:
                 f"the model name {key!r} cannot be a Python name in contract.py; rename the model"
             )
             raise CompileError(listing(top.name, [message]))
-    contract_text(document)  # raises ContractError (a StateousError) with the spec's sentence
+    contract_text(document)  # raises ContractError (a StateousError) with its sentence
     return Compiled(top.name, document)
 
 

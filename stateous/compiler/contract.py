@@ -1,4 +1,4 @@
-"""The text of a supervisor's `contract.py`, generated from a graph document only (spec 40 §2.2).
+"""The text of a supervisor's `contract.py`, generated from a graph document only.
 
 The document may come from a control plane that nobody checked, so nothing from it reaches the
 generated source except through `_literal` (values as escaped string literals) or after
@@ -128,7 +128,7 @@ def _body(name: str, raw: Mapping[str, Any], *, child: bool) -> WorkflowBody:
 def workflow_bodies(document: Mapping[str, Any]) -> list[WorkflowBody]:
     """The main workflow, then each child workflow in document order, with their Python names.
 
-    Checks the names in the order of spec 10 §4.4: per workflow its event then state names, then
+    Checks the names in a fixed order: per workflow its event then state names, then
     the child workflows' names, then collisions of a child with the main workflow.
     """
     document = _mapping(document, "the graph document")
@@ -215,7 +215,7 @@ def _escape_unprintable(text: str) -> str:
 
 
 def string_literal(text: str) -> str:
-    """`text` as a double-quoted literal, valid in both JSON and Python (spec 40 §2.2.2).
+    """`text` as a double-quoted literal, valid in both JSON and Python.
 
     JSON escaping with non-ASCII kept, except characters that are not printable: those are
     escaped too, so no line separator or lone surrogate ever reaches the file raw.
@@ -272,7 +272,7 @@ def ref_name(ref: object, schemas: Mapping[str, Any]) -> str:
 
 
 def _annotation(schema: object, schemas: Mapping[str, Any], uses: _Uses) -> str:
-    """The annotation of a property schema: the first matching rule of spec 40 §2.2.2."""
+    """The annotation of a property schema: the first rule that matches decides."""
     if not isinstance(schema, Mapping):
         uses.any = True
         return "Any"
@@ -379,7 +379,7 @@ def _default(schema: object, annotation: str, uses: _Uses) -> str:
 
 
 def _check_models(bodies: list[WorkflowBody], schemas: Mapping[str, Any]) -> list[str]:
-    """The checks of models, in the order of spec 10 §4.4; returns the models in order."""
+    """The checks of models, in a fixed order; returns the models in order."""
     for name in schemas:
         if not is_python_identifier(name):
             raise ContractError(
@@ -491,7 +491,7 @@ def _states_block(bodies: list[WorkflowBody], uses: _Uses) -> str:
 
 
 def contract_text(document: Mapping[str, Any], checksum: str | None = None) -> str:
-    """The text of `contract.py` for `document` (spec 40 §2.2), ending with one newline.
+    """The text of `contract.py` for `document`, ending with one newline.
 
     `checksum` defaults to the canonical checksum of `document`. Raises ContractError with the
     reason when a name cannot become Python or a model cannot be written.

@@ -1,4 +1,4 @@
-"""Building the graph document from the workflows (spec 10 §5.1-5.5)."""
+"""Building the graph document from the workflows."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ __all__ = ["build_document"]
 
 
 def build_document(top: Workflow, tree: list[Workflow], schemas: SchemaSet) -> dict[str, Any]:
-    """The graph document, keys in the order of the file (§5.1)."""
+    """The graph document, keys in the order of the graph file."""
     doc: dict[str, Any] = {"stateous": 1, "workflow": top.name}
     doc.update(_body(top, schemas))
     if top.search_keys:

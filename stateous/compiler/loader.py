@@ -1,4 +1,4 @@
-"""Loading `flow.py` and selecting its workflow (spec 10 §4.2)."""
+"""Loading `flow.py` and selecting its workflow."""
 
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def _complete_models(flows: list[Workflow]) -> None:
 
 
 def select_workflow(path: str, flows: list[Workflow]) -> Workflow:
-    """The one workflow that no parallel state runs (§4.2)."""
+    """The one workflow that no parallel state runs."""
     if not flows:
         raise LoadError(f"{path} defines no Workflow at module level")
     run = [c for f in flows for c in _reachable(f) if c is not f]

@@ -1,4 +1,4 @@
-"""The overlap proof of spec 10 §3.5: are two guards of one group never both true?
+"""The overlap proof: are two guards of one group never both true?
 
 Each accessor gets a small list of candidate values, one per region its literals cut
 its domain into; every combination is tried with the run-time evaluator, so an
@@ -59,8 +59,8 @@ _TYPE_KINDS = {
 _KIND_ORDER = {"count": 0, "ctx": 1, "payload": 2}
 _REASON_BRANCHES = "a guard with branches.all or branches.any cannot be proven exclusive"
 _REASON_TWO_VALUES = "a guard compares two values with each other"
-# 05 §8: a comparison whose operand is itself an expression cannot be proven; the
-# spec gives no wording, so this one is ours (docs/guards.md).
+# A comparison whose operand is itself an expression cannot be proven; the reason is
+# worded in docs/guards.md.
 _REASON_EXPRESSION = "a guard compares the result of a condition"
 _REASON_ORDERS_LIST = "a guard orders a list"
 _REASON_TOO_MANY = "they read too many values to try every case"
@@ -81,7 +81,7 @@ class Overlap:
 
 @dataclass(frozen=True)
 class Undecidable:
-    """The proof cannot decide; `reason` is the spec's sentence."""
+    """The proof cannot decide; `reason` says why, in one sentence."""
 
     reason: str
 
@@ -149,7 +149,7 @@ def _identity(value: object) -> tuple[str, str]:
     return (_kind(value), json.dumps(value, sort_keys=True))
 
 
-# -- domains (§3.5.4) ---------------------------------------------------------------------
+# -- domains ------------------------------------------------------------------------------
 
 
 def domain_of(schema: object, defs: Mapping[str, Any], depth: int = 0) -> Domain:
@@ -214,7 +214,7 @@ def _union(branches: list[Domain]) -> Domain:
     return Domain(kinds=frozenset(kinds))
 
 
-# -- the scan (§3.5.2) and what is compared (§3.5.3) ----------------------------------------
+# -- the scan and what is compared ----------------------------------------------------------
 
 
 def _is_accessor(node: Node) -> bool:
@@ -269,9 +269,9 @@ class _Record:
     searched: bool = False
 
     def add_literal(self, value: Any) -> None:
-        """Record a compared literal; `true`/`false` also as 1/0, which they equal (§3.4.2).
+        """Record a compared literal; `true`/`false` also as 1/0, which they equal.
 
-        The spec leaves booleans out of the numbers; without 1/0 an integer field
+        A guard compares booleans as the numbers 1/0; without 1/0 an integer field
         compared with `true` would be judged never equal to it, which is unsound.
         """
         self.add(value)
@@ -335,7 +335,7 @@ def _collect_pair(left: Node, op: str, right: Node, records: dict[Accessor, _Rec
         records[acc].add_literal(_lit_value(lit))  # type: ignore[arg-type]  # a literal
 
 
-# -- candidates (§3.5.5) ---------------------------------------------------------------------
+# -- candidates ------------------------------------------------------------------------------
 
 
 def _distinct(values: Iterator[Any] | list[Any]) -> list[Any]:
@@ -387,10 +387,10 @@ def _string_candidates(record: _Record) -> list[str]:
     if not texts:
         out.append("x")
     else:
-        # Beyond spec 10 §3.5.5: "\0", the smallest non-empty string, stands for the region
-        # between "" and the smallest literal, which the spec's list leaves out (a truthy
-        # `ctx['s']` and `ctx['s'] < 'a'` are both true for "\0"). Last, so the examples the
-        # spec's own values find stay the first ones found.
+        # "\0", the smallest non-empty string, stands for the region between "" and the
+        # smallest literal, which the other candidates leave out (a truthy `ctx['s']` and
+        # `ctx['s'] < 'a'` are both true for "\0"). Last, so the examples the other values
+        # find stay the first ones found.
         out.append("\0")
     return out
 

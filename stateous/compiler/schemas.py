@@ -1,4 +1,4 @@
-"""The `schemas` of a graph file: the models' JSON Schemas, generated together (spec 10 §5.5)."""
+"""The `schemas` of a graph file: the models' JSON Schemas, generated together."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The compile checks of `flow.search(...)` (spec 95 §1): one line per refused key.
+"""The compile checks of `flow.search(...)`: one line per refused key.
 
 A search key is a top-level property of the top workflow's context model (by its name in the
 JSON Schema, so an alias where the field has one) whose type is a `str`, an `int`, a `bool`, an

@@ -1,4 +1,4 @@
-"""The routine states of a graph document, their stub files and the stubs' text (spec 40 §2.3)."""
+"""The routine states of a graph document, their stub files and the stubs' text."""
 
 from __future__ import annotations
 
@@ -135,7 +135,8 @@ class StubPlan:
 
 
 def _file_names(states: list[RoutineState]) -> list[tuple[str, str]]:
-    """(file stem, why) per state: the `_routine` and `_2` rules of spec 40 §2.3."""
+    """(file stem, why) per state: `_routine` after a stem that would hide a Python module, `_2`,
+    `_3`... after a stem another state took first."""
     natural: list[tuple[str, str]] = []
     for state in states:
         if state.stem in _HIDDEN:

@@ -1,4 +1,4 @@
-"""Whole-graph validation of spec 10 §4.3: every problem, as one line each."""
+"""Whole-graph validation: every problem, as one line each."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def id_suffix_length(flow: Workflow) -> int:
 
 
 def validate_tree(top: Workflow, tree: list[Workflow], schemas: SchemaSet) -> list[str]:
-    """Every problem of the top workflow and its children, then the id length (§4.3 1-4)."""
+    """Every problem of the top workflow and its children, then the id length."""
     problems = workflow_problems(top, schemas, child=False)
     for child in tree[1:]:
         prefix = f"in child workflow {child.name!r}: "
@@ -104,7 +104,7 @@ def validate_tree(top: Workflow, tree: list[Workflow], schemas: SchemaSet) -> li
 
 
 def workflow_problems(flow: Workflow, schemas: SchemaSet, *, child: bool) -> list[str]:
-    """The per-workflow checks a-k, the `into=` checks of 05 §1-2, then the search keys (95 §1)."""
+    """The per-workflow checks in their fixed order, the `into=` checks, then the search keys."""
     if not flow.states:
         return [f"workflow {flow.name!r} has no states"]
     problems: list[str] = []
@@ -220,7 +220,7 @@ def _overlaps(
 
 
 def transition_label(t: Transition) -> str:
-    """`transition START --> 'x'` or `transition 'a' --ev--> END` (spec 10 §3.3)."""
+    """`transition START --> 'x'` or `transition 'a' --ev--> END`."""
     target = "END" if t.target is END else repr(t.target.name)
     if t.source is START:
         return f"transition START --> {target}"
@@ -297,7 +297,7 @@ def _counts(flow: Workflow) -> Iterator[str]:
                 yield f"guard {t.guard.text!r} counts {event!r}, which is not an event"
 
 
-# -- into= (05 §1-2) -------------------------------------------------------------------------
+# -- into= ---------------------------------------------------------------------------------
 
 
 def _into(flow: Workflow) -> Iterator[str]:
