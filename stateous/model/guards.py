@@ -272,7 +272,7 @@ def _parse_expression(text: str) -> ast.expr:
 
 
 class _Converter:
-    """Turns Python's tree into the guard's tree, refusing what the language leaves out, with a reason."""
+    """Turns Python's tree into the guard's tree, refusing the rest with a reason."""
 
     def __init__(self) -> None:
         self.depth = 0

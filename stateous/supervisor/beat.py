@@ -1,4 +1,4 @@
-"""The supervisor's beat (spec 80 §5): `POST /supervisors/beat` at start, every
+"""The supervisor's beat: `POST /supervisors/beat` at start, every
 `timings.beat` seconds (10 by default), and once more at a graceful stop, so that the control
 plane knows which supervisors are alive, what they serve, and how busy they are.
 
@@ -57,7 +57,7 @@ class Beats:
             "slots": shared.settings.tasks,
             "running": sorted(task for task, grant in shared.grants.items() if not grant.lost),
             "started_at": shared.started_at,
-            "checksum": shared.settings.checksum,  # the version it serves (spec 90 §4)
+            "checksum": shared.settings.checksum,  # the version it serves
         }
         if stopping:
             body["stopping"] = True

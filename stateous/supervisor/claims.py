@@ -1,4 +1,4 @@
-"""The claim loop (spec 40 §4.3, spec 70 §2): claims tasks while slots are free, until a stop."""
+"""The claim loop: claims tasks while slots are free, until a stop."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ __all__ = ["ClaimLoop"]
 
 log = logging.getLogger("stateous.supervisor")
 
-# The refusals of a control plane that does not know the `wait` (spec 70 §2) or the `max`
-# (spec 75 §1) of a claim.
+# The refusals of a control plane that does not know the `wait` or the `max`
+# of a claim.
 _FIELD_REFUSALS = frozenset({"invalid_body", "invalid_argument", "unknown_field"})
-MAX_GRANTS = 64  # the most tasks one claim may ask for (spec 75 §1)
+MAX_GRANTS = 64  # the most tasks one claim may ask for
 
 #: How long the next claim waits for the routines of the last one's grants to queue their
 #: reports: a routine that returns at once (the fast path) gets there first; a longer one does
@@ -91,8 +91,8 @@ class ClaimLoop:
         once instead of at the end of the wait (issue 30): its connection closes, and the
         control plane ends a wait whose caller hung up without granting anything. It may have
         granted just before: the same request id is sent again, for no state, which answers
-        only what that claim was granted (spec 20, a repeated request id), and that runs as any
-        grant at a graceful stop does.
+        only what that claim was granted (a repeated request id answers as the first did), and
+        that runs as any grant at a graceful stop does.
         """
         if "wait" not in body:
             return await self._post(body)
@@ -125,7 +125,7 @@ class ClaimLoop:
             "supervisor": shared.settings.name,
             "states": shared.registry.states,
             "request": request,
-            # Only tasks of tokens of the contract's version (spec 90 §4); a control plane of
+            # Only tasks of tokens of the contract's version; a control plane of
             # before versions ignores the field and serves this checksum only (start-up).
             "checksum": shared.settings.checksum,
         }
@@ -138,7 +138,7 @@ class ClaimLoop:
 
     def _granted(self, body: object) -> list[object]:
         """Start each grant of `{"grants": [...]}`, or the one grant of a claim without `max`
-        (a control plane of spec 20 ignores the field); answers the grants' task ids."""
+        (a control plane without batch claims ignores the field); answers the grants' task ids."""
         grants = body.get("grants") if isinstance(body, dict) and "task" not in body else None
         if grants is None:
             self._take(body)

@@ -1,6 +1,6 @@
 """A supervisor's folder: its `stateous.yaml`, its contract's checksum, and its routines.
 
-The checks and sentences are those of spec 40 §2.5, §2.6 and §4.2 steps 1, 5 and 6.
+Each problem is refused with one sentence (`FolderError`).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class Settings:
     tasks: int
     name: str
     checksum: str  # `__checksum__` of contract.py
-    auth_token: str | None = None  # spec 70 §5: `auth_token_file:`, else STATEOUS_AUTH_TOKEN
+    auth_token: str | None = None  # `auth_token_file:`, else STATEOUS_AUTH_TOKEN
 
 
 class _Values(BaseModel):
@@ -115,7 +115,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def read_folder(folder: Path) -> Settings:
-    """Read and check `folder` (spec 40 §2.6); FolderError with the sentence on a problem."""
+    """Read and check `folder`; FolderError with the sentence on a problem."""
     if not folder.is_dir():
         raise FolderError(f"{folder} is not a folder")
     for name in ("contract.py", "stateous.yaml"):
@@ -143,7 +143,7 @@ def _settings_values(folder: Path, raw: object) -> dict[str, Any]:
     if url is None:
         problems.append("url: missing")
     else:
-        # Several control planes on one database (spec 85 §3): a list, or URLs with commas.
+        # Several control planes on one database: a list, or URLs with commas.
         urls = urls_of(url)
         problems += [f"url: {p}" for p in map(url_problem, urls) if p is not None]
         url = ", ".join(str(one).rstrip("/") for one in urls)
@@ -170,7 +170,7 @@ _KEYS = ("url", "tasks", "name", "auth_token_file")
 
 
 def _auth_token(folder: Path, value: object) -> tuple[str | None, str | None]:
-    """The bearer token (spec 70 §5) and the problem with `auth_token_file`, if any.
+    """The bearer token and the problem with `auth_token_file`, if any.
 
     A relative path is read from the folder; without the key, STATEOUS_AUTH_TOKEN is used.
     """

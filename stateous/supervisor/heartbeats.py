@@ -1,4 +1,4 @@
-"""The heartbeat loop (spec 40 §4.5): renews the leases of running grants, learns of lost ones."""
+"""The heartbeat loop: renews the leases of running grants, learns of lost ones."""
 
 from __future__ import annotations
 

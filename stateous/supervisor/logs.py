@@ -1,4 +1,4 @@
-"""The log lines of `supervise` (spec 50 §1.6): `<time> <logger>: <message>` on stderr."""
+"""The log lines of `supervise`: `<time> <logger>: <message>` on stderr."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`stateous supervise` (spec 40 §4): the `Supervisor` that wires its parts together.
+"""`stateous supervise`: the `Supervisor` that wires its parts together.
 
 One asyncio loop runs the heartbeat loop (`heartbeats`), the beat (`beat`), the claim loop
 (`claims`), one task per grant (`runner`: an `async def` routine directly, a `def` routine in a
@@ -75,7 +75,7 @@ class Supervisor(Shared):
         await start(self)
 
     def install_signals(self, *, hangup: bool = False) -> None:
-        """SIGINT and SIGTERM stop the supervisor: gracefully, then at once (spec 40 §4.9);
+        """SIGINT and SIGTERM stop the supervisor: gracefully, then at once;
         with `hangup`, SIGHUP (a closed terminal) too."""
         loop = asyncio.get_running_loop()
         for signum in stop_signals(hangup=hangup):
@@ -168,7 +168,7 @@ def supervise_folder(folder: Path) -> int:
 
     settings = read_folder(folder)
     outbox = Outbox(folder)
-    tracing.setup()  # spec 97 §2: only when OTEL_* asks for traces
+    tracing.setup()  # only when OTEL_* asks for traces
     try:
         return asyncio.run(_main(settings, outbox), loop_factory=loop_factory())
     finally:
@@ -207,7 +207,7 @@ async def _main(settings: Settings, outbox: Outbox) -> int:
 
 
 def embedded(folder: Path) -> Callable[[str], Awaitable[int]]:
-    """The supervisor of `stateous serve GRAPH --supervise FOLDER` (spec 40 §4.11).
+    """The supervisor of `stateous serve GRAPH --supervise FOLDER`.
 
     The folder is read and checked now, before the server starts (FolderError stops `serve`).
     The answer runs the supervisor against the server's own URL, once the server is up, and
@@ -220,7 +220,7 @@ def embedded(folder: Path) -> Callable[[str], Awaitable[int]]:
 
     settings = read_folder(folder)
     configure_logging()
-    tracing.setup()  # spec 97 §2: the server's tracer, when it traces
+    tracing.setup()  # the server's tracer, when it traces
 
     async def run(url: str) -> int:
         outbox: Outbox | None = None

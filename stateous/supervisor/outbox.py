@@ -1,4 +1,4 @@
-"""The supervisor's outbox, `FOLDER/.stateous/outbox.db` (seed 000, spec 40 §5).
+"""The supervisor's outbox, `FOLDER/.stateous/outbox.db`.
 
 One SQLite file with one table, `messages`. Every message is committed before it is sent, and
 leaves the table when the control plane answers it for good. The file is held under an exclusive
@@ -73,7 +73,7 @@ class Outbox:
         except OSError as exc:
             raise OutboxError(f"cannot make {directory}: {exc.strerror or exc}") from None
         try:
-            # timeout=0: the lock is taken without waiting (spec 40 §4.2 step 2).
+            # timeout=0: the lock is taken without waiting: a second supervisor of a folder stops.
             self._conn = sqlite3.connect(
                 self.path, timeout=0, isolation_level=None, check_same_thread=False
             )

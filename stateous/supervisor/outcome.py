@@ -1,4 +1,4 @@
-"""What a routine's result becomes in a report (spec 40 §3.6)."""
+"""What a routine's result becomes in a report."""
 
 from __future__ import annotations
 

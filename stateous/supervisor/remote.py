@@ -21,7 +21,8 @@ _NO_ANSWER_STATUSES = (502, 503, 504)
 class NoAnswer(Exception):  # an outcome of a call, not a failure of ours
     """The call got no answer: a transport error, a timeout, or 502/503/504.
 
-    `text` is the log line of spec 40 §4.8 without `; trying again in <n>s`.
+    `text` is the `cannot reach the control plane at <url> (...)` log line without
+    `; trying again in <n>s`.
     """
 
     def __init__(self, text: str) -> None:
@@ -30,7 +31,7 @@ class NoAnswer(Exception):  # an outcome of a call, not a failure of ours
 
 
 class UnreadableAnswer(ValueError):
-    """A refusal whose body is not JSON: the callers log it with its traceback (spec 40 §4.7)."""
+    """A refusal whose body is not JSON: the callers log it with its traceback."""
 
     def __init__(self, status: int) -> None:
         super().__init__(f"the control plane answered {status} with a body that is not JSON")
@@ -63,7 +64,7 @@ class Answer:
 
 
 class Remote:
-    """An HTTP client of one control plane, or of several on one database (spec 85 §3): `url`
+    """An HTTP client of one control plane, or of several on one database: `url`
     is a list, or URLs separated by commas; the one in use is `url`."""
 
     def __init__(
@@ -76,7 +77,7 @@ class Remote:
         self.urls = [u.rstrip("/") for u in split_urls(url)] or [str(url)]
         self.url = self.urls[0]
         self._urls: dict[tuple[str, str], httpx.URL] = {}
-        # The bearer token of spec 70 §5 goes with every call when the folder has one.
+        # The optional bearer token goes with every call when the folder has one.
         headers = {"Authorization": f"Bearer {auth_token}"} if auth_token else {}
         self._client = httpx.AsyncClient(
             timeout=REQUEST_TIMEOUT,

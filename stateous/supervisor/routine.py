@@ -1,4 +1,4 @@
-"""The API a routine is written against: `on_state`, `Context`, `Occurrence`, `StateRef` (spec 40 §3).
+"""The API a routine is written against: `on_state`, `Context`, `Occurrence`, `StateRef`.
 
 Routines import these from `stateous`; `contract.py` builds the `events` and `states` of a
 workflow from them. The supervisor builds one `Context` per grant and hands it a `Sink` that
@@ -104,7 +104,7 @@ class StateRef[O]:
         return f"{self.name!r} may emit " + ", ".join(repr(e.name) for e in self.emits)
 
     def outcome_schema(self) -> dict[str, Any]:
-        """One JSON Schema of every outcome the state allows: `{"oneOf": [...]}` (spec 40 §3.3)."""
+        """One JSON Schema of every outcome the state allows: `{"oneOf": [...]}`."""
         if not self.emits:
             raise OutcomeError(f"{self.name!r} may emit no event, so no outcome schema fits it")
         return {"oneOf": [_branch(event) for event in self.emits]}
@@ -228,7 +228,7 @@ class Sink(Protocol):
 
 @dataclass(frozen=True)
 class EnteredBy:
-    """The event that brought the token into the state: its name only (05-seed-deltas §3)."""
+    """The event that brought the token into the state: its name only."""
 
     name: str
     payload: None = None
@@ -347,7 +347,7 @@ class Context[C]:
                 entry["payload"] = event.payload.model_dump(mode="json")
         else:
             raise TypeError(f"schedule an event of contract.events, not {event!r}")
-        parse_duration(after)  # a DurationError is a ValueError with the spec's sentence
+        parse_duration(after)  # a DurationError is a ValueError with its sentence
         entry["after"] = after
         self._schedules.append(entry)
 

@@ -1,4 +1,4 @@
-"""The grant runner: runs the routine of each grant and reports its outcome (spec 40 §4.3-4.4).
+"""The grant runner: runs the routine of each grant and reports its outcome.
 
 An `async def` routine runs on the event loop, a `def` routine in a daemon thread of its own
 while it runs (`RoutineThreads` keeps the threads between routines);
@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from stateous.supervisor import tracing  # spec 97 §2
+from stateous.supervisor import tracing
 from stateous.supervisor.grant import Grant, grant_from
 from stateous.supervisor.outbox import MessageKind, OutboxError
 from stateous.supervisor.outcome import error_text, failed, outcome_of
@@ -71,7 +71,7 @@ class GrantRunner:
         self.sender = sender
 
     def take(self, body: object) -> None:
-        """Start the routine of the grant that a claim answered (spec 40 §4.3)."""
+        """Start the routine of the grant that a claim answered."""
         shared = self.shared
         try:
             grant = grant_from(body)
@@ -94,7 +94,7 @@ class GrantRunner:
         shared.spawn(self.run(grant))
 
     async def run(self, grant: Grant) -> None:
-        """Run one grant (spec 40 §4.4): its routine, then its report behind its messages."""
+        """Run one grant: its routine, then its report behind its messages."""
         shared = self.shared
         try:
             outcome = await self._run_routine(grant)
@@ -115,7 +115,7 @@ class GrantRunner:
 
     async def _run_routine(self, grant: Grant) -> dict[str, Any] | None:
         """The routine's outcome, or None when the grant was lost or a forced stop began; the
-        routine runs inside its span when tracing is on (spec 97 §2)."""
+        routine runs inside its span when tracing is on."""
         span = tracing.routine_span(grant.claim)
         outcome: dict[str, Any] | None = None
         try:

@@ -1,11 +1,10 @@
-"""The sender: delivers the outbox's notes, memory writes and reports (spec 40 §4.6-4.7, §5.3;
-spec 75 §2).
+"""The sender: delivers the outbox's notes, memory writes and reports.
 
 One sender serves every grant. When more than one message is ready it sends all of them, of
 every grant, in one `POST /tasks/messages`, each grant's in the order they were written (notes
 and memory writes before the report); one message alone goes to its single route. Each message
 leaves the outbox on its own answer. A batch that gets no answer is sent again whole: every
-message is safe to repeat (a repeated report is refused and handled as §4.7 says).
+message is safe to repeat (a repeated report is refused, and a refused report is handled as below).
 """
 
 from __future__ import annotations
@@ -24,10 +23,10 @@ __all__ = ["MAX_MESSAGES", "Sender"]
 
 log = logging.getLogger("stateous.supervisor")
 
-MAX_MESSAGES = 100  # the most messages one `POST /tasks/messages` takes (spec 75 §2)
+MAX_MESSAGES = 100  # the most messages one `POST /tasks/messages` takes
 
 _REFUSED_REPORT = "the control plane refused the report: "
-_NO_ANSWER = (502, 503, 504)  # an answer of a batch that is no answer for its message (§4.7)
+_NO_ANSWER = (502, 503, 504)  # an answer of a batch that is no answer for its message
 _NO_ROUTE = (404, 405)  # a control plane without `POST /tasks/messages`
 
 
@@ -36,7 +35,12 @@ class _Singly(Exception):  # an outcome of a batch, not a failure
 
 
 class Sender:
-    """Delivers each message as §4.7 says, in the order of its grant."""
+    """Delivers each message, in the order of its grant.
+
+    A message leaves the outbox when the control plane accepts or refuses it; no answer
+    (a transport error, a timeout, 502/503/504) is retried, and the grant's later messages
+    wait behind it. A refused note or memory write is logged and removed.
+    """
 
     def __init__(self, shared: Shared) -> None:
         self.shared = shared
@@ -111,10 +115,10 @@ class Sender:
             if message.kind == "report":
                 self._stays(message)
 
-    # --- at start (spec 40 §5.3) ------------------------------------------------------------
+    # --- at start ------------------------------------------------------------
 
     async def send_leftovers(self) -> None:
-        """Send what the outbox holds from an earlier run, in id order (spec 40 §5.3)."""
+        """Send what the outbox holds from an earlier run, in id order."""
         messages = self.shared.outbox.pending()
         if not messages:
             return
@@ -227,10 +231,10 @@ class Sender:
         )
         return ""
 
-    # --- one message (spec 40 §4.7) -----------------------------------------------------------
+    # --- one message -----------------------------------------------------------
 
     async def deliver(self, message: Message) -> bool:
-        """Send one message as §4.7 says; False when it stays in the outbox (a stop began)."""
+        """Send one message; False when it stays in the outbox (a stop began)."""
         return await self._guarded(message, self._deliver_one(message))
 
     async def _guarded(self, message: Message, work: Any) -> bool:
@@ -281,9 +285,10 @@ class Sender:
 
     def _leave(self, ids: list[int], lines: list[str]) -> None:
         """Remove answered messages from the outbox, then log their lines, without holding up
-        the sender or the grants: a message answered for good is delivered (spec 40 §4.3, §4.6),
-        and a crash before its removal only sends it again, which the control plane refuses as
-        §4.7 handles. The supervisor waits for the removal before it exits."""
+        the sender or the grants: a message answered for good is delivered, and a crash before
+        its removal only sends it again, which the control plane refuses as a repeat (a refused
+        report is handled by `_refused_report`). The supervisor waits for the removal before it
+        exits."""
         if ids:
             # Each removal after the one before: the lines keep the order of the answers.
             task = self.shared.spawn(self._remove(ids, lines, self._last_removal))
@@ -313,7 +318,9 @@ class Sender:
                 log.debug("%s", line)  # per task: the tally's line a minute says it at INFO
 
     async def _refused_report(self, message: Message, answer: Answer) -> bool:
-        """A refused report, as the table of §4.7 says."""
+        """A refused report: logged, then removed (a `failed` one, a 404 or `attempt_over`), or
+        after another 409 checked with a heartbeat, and a report of a task still held is
+        replaced by a `failed` report that gives the refusal as the error."""
         outbox = self.shared.outbox
         if message.body.get("kind") == "failed":
             error = str(message.body.get("error", ""))
@@ -366,7 +373,7 @@ class Sender:
 
 
 def _is_refused_report(message: Message, answer: Answer) -> bool:
-    """A report the control plane refused: the rules of §4.7 decide what follows."""
+    """A report the control plane refused: `_refused_report` decides what follows."""
     return message.kind == "report" and not answer.ok
 
 

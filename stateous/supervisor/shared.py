@@ -1,5 +1,5 @@
 """What the parts of one running supervisor share: its settings, outbox, control plane, grants,
-its stop, and the retry policy of its calls (spec 40 §4.8)."""
+its stop, and the retry policy of its calls."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ _DELAYS = (1, 2, 4, 8, 16, 30)
 
 @dataclass(frozen=True)
 class Timings:
-    """The supervisor's timings in seconds: the spec's defaults, which tests shorten (each but
+    """The supervisor's timings in seconds: the documented defaults, which tests shorten (each but
     `tally` is described by its `STATEOUS_SUPERVISOR_*` variable in stateous.model.environment)."""
 
     heartbeat: float = DEFAULTS.supervisor_heartbeat
@@ -78,7 +78,7 @@ class Shared:
         self.url = url or settings.url
         self.timings = timings or Timings.from_env()
         self.remote = remote or Remote(self.url, auth_token=settings.auth_token)
-        # Long-poll claims until the control plane refuses the field (spec 70 §2).
+        # Long-poll claims until the control plane refuses the field.
         self.long_poll = self.timings.wait > 0
         self.registry = Registry({})
         self.threads = RoutineThreads()  # where `def` routines run
@@ -92,7 +92,7 @@ class Shared:
         self.stop_event = asyncio.Event()  # set by the first stop signal
         self.wake = asyncio.Event()  # set when a routine ends or a stop arrives
         self.ready = asyncio.Event()  # set when a grant has a message for the sender
-        # Claim several tasks at once (spec 75 §1) until the control plane refuses the field.
+        # Claim several tasks at once until the control plane refuses the field.
         self.claim_several = True
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0

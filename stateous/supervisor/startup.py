@@ -1,5 +1,5 @@
-"""The supervisor's start-up (spec 40 §4.2 steps 3 to 7, spec 90 §4): health, the contract's
-version, routines."""
+"""The supervisor's start-up after its folder is read and its outbox locked: health, the
+contract's version, routines."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ __all__ = ["StartError", "start"]
 
 log = logging.getLogger("stateous.supervisor")
 
-_NO_ROUTE = (404, 405)  # a control plane of before versions (spec 90)
+_NO_ROUTE = (404, 405)  # a control plane of before versions
 
 
 class StartError(StateousError):
@@ -29,7 +29,7 @@ async def start(shared: Shared) -> None:
     """Check health and checksum, import the routines, and log what this supervisor serves.
 
     A contract of the version the control plane serves starts at once; one of another version
-    starts when that version is on record (spec 90 §4), and says so once.
+    starts when that version is on record, and says so once.
     """
     answer = await _get(shared, "/health")
     if answer is None:
@@ -56,7 +56,7 @@ async def _get(shared: Shared, path: str) -> Answer | None:
 
 
 def _other_version(shared: Shared, served: str) -> StartError:
-    """Spec 10 §7's refusal: the contract is of a version the control plane cannot run."""
+    """The refusal when the contract is of a version the control plane cannot run."""
     folder = shared.settings.folder.resolve()
     return StartError(
         f"{folder}/contract.py is for another version of the workflow "

@@ -1,4 +1,4 @@
-"""`.stateous/status.json`: what the console reads of a running supervisor (spec 60)."""
+"""`.stateous/status.json`: what the console reads of a running supervisor."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The spans of `supervise` (spec 97 §2): each routine runs inside a span.
+"""The spans of `supervise`: each routine runs inside a span.
 
 The span is a child of the grant's `traceparent` (the control plane's claim span) when the grant
 carries one, else the first of a trace of its own. It is the current span of the thread or task

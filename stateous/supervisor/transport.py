@@ -1,4 +1,4 @@
-"""A lean HTTP/1.1 transport under the supervisor's httpx client (spec 75 §5).
+"""A lean HTTP/1.1 transport under the supervisor's httpx client.
 
 The supervisor's calls go through `httpx.AsyncClient` as every client of the project does, but
 httpx's default transport (httpcore, h11 and anyio's streams) cost 0.7 ms of CPU a call, against
