@@ -1,4 +1,4 @@
-"""`stateous schedule add|list|show|pause|resume|remove`: the schedules of spec 97 §1."""
+"""`stateous schedule add|list|show|pause|resume|remove`: tokens started on a calendar."""
 
 from __future__ import annotations
 
@@ -17,12 +17,21 @@ from stateous.cli.token import (
     wrong_shape,
 )
 from stateous.cli.where import by_options
+from stateous.client import Client, Refused
+from stateous.model.errors import StateousError
 from stateous.model.history import local_datetime
-from stateous.model.schedules import CATCH_UPS, DEFAULT_ID, ScheduleProblem, ScheduleSpec, upcoming
+from stateous.model.schedules import (
+    CATCH_UPS,
+    DEFAULT_ID,
+    ScheduleProblem,
+    ScheduleSpec,
+    error_fixed,
+    upcoming,
+)
 
 #: How many next times `schedule list` and `schedule show` print.
 NEXT_TIMES = 3
-COLUMNS = ("name", "cron", "zone", "next times", "last token")
+COLUMNS = ("name", "cron", "zone", "next times", "last token", "last error")
 NAME = click.argument("name", metavar="NAME")
 
 
@@ -65,7 +74,18 @@ def row_of(schedule: dict[str, Any]) -> list[str]:
         str(schedule.get("tz")),
         times or "-",
         str(schedule.get("last_token") or "-"),
+        error_text(schedule),
     ]
+
+
+def error_text(schedule: dict[str, Any]) -> str:
+    """The last slot that failed: its time in this computer's zone, `(fixed)` once a later
+    slot started, and why; `-` when none failed."""
+    error = schedule.get("last_error")
+    if not error:
+        return "-"
+    fixed = " (fixed)" if error_fixed(schedule) else ""
+    return f"{local_datetime(schedule.get('last_error_at'))}{fixed} {error}"
 
 
 def show_lines(schedule: dict[str, Any]) -> list[str]:
@@ -81,6 +101,8 @@ def show_lines(schedule: dict[str, Any]) -> list[str]:
         f"catch up: {schedule.get('catch_up')}",
         "next: " + (", ".join(next_times(schedule)) or "-"),
         f"last: {last_text}",
+        f"last error: {error_text(schedule)}",
+        f"failed slots: {schedule.get('failures', 0)}",
     ]
 
 
@@ -104,6 +126,10 @@ def _echo(schedule: dict[str, Any]) -> None:
     "starts each (at most 1,000).",
 )  # fmt: skip
 @click.option("--paused", is_flag=True, default=False, help="Save it paused.")
+@click.option(
+    "--replace", is_flag=True, default=False,
+    help="Replace the schedule NAME if there is one (every field as given here), else add it.",
+)  # fmt: skip
 @by_options
 @url_option
 def add_command(
@@ -114,6 +140,7 @@ def add_command(
     pattern: str | None,
     catch_up: str | None,
     paused: bool,
+    replace: bool,
     reason: str | None,
     actor: str | None,
     url: str | None,
@@ -122,12 +149,35 @@ def add_command(
     given = parse_json_object("--context", context)
     if not cron.strip():
         raise ArgumentError("--cron is empty; give 5 fields, e.g. '0 9 * * 1-5'")
+    fields: dict[str, Any] = {
+        "tz": tz, "context": given, "id": pattern, "catch_up": catch_up, "paused": paused,
+        "reason": reason,
+    }  # fmt: skip
     with control_plane(url, actor) as client:
-        made = client.add_schedule(
-            name, cron, tz=tz, context=given, id=pattern, catch_up=catch_up, paused=paused,
-            reason=reason,
-        )  # fmt: skip
+        made = _saved(client, name, cron, fields, replace)
     _echo(made)
+
+
+def _saved(
+    client: Client, name: str, cron: str, fields: dict[str, Any], replace: bool
+) -> dict[str, Any]:
+    """Add the schedule; with `replace`, replace the one of that name (PUT), or add it when
+    there is none. A name taken without `replace` points to `--replace`."""
+    if replace:
+        try:
+            return client.replace_schedule(name, cron, **fields)
+        except Refused as exc:
+            if exc.code != "schedule_not_found":
+                raise
+    try:
+        return client.add_schedule(name, cron, **fields)
+    except Refused as exc:
+        if exc.code != "schedule_exists":
+            raise
+        raise StateousError(
+            f"a schedule {name!r} exists already; add --replace to replace it with these fields",
+            code="schedule_exists",
+        ) from None
 
 
 @schedule_group.command("list")
