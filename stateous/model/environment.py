@@ -154,7 +154,7 @@ def kind_of(name: str) -> Kind:
 
 
 def meaning_of(name: str) -> str:
-    """Field `name`'s one-line meaning (docs/operations.md lists them)."""
+    """Field `name`'s one-line meaning (docs/reference/environment.md lists them)."""
     meaning: str = Environment.__dataclass_fields__[name].metadata["meaning"]
     return meaning
 
