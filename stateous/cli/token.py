@@ -113,7 +113,19 @@ def control_plane(url_option: str | None, actor: str | None = None) -> Iterator[
             yield client
     except ClientError as exc:
         code = getattr(exc, "code", None)
-        raise StateousError(str(exc), code=code if isinstance(code, str) else "client") from None
+        code = code if isinstance(code, str) else "client"
+        raise StateousError(_sentence_of(exc), code=code) from None
+
+
+def _sentence_of(error: ClientError) -> str:
+    """The `error:` sentence of a client error; a `401` says where the CLI's token comes from."""
+    if isinstance(error, Refused) and error.status == 401:
+        return (
+            f"the control plane at {error.url} refused (401): it needs a valid token; set "
+            "STATEOUS_AUTH_TOKEN to a token of the file its serve was given with "
+            "--auth-token-file"
+        )
+    return str(error)
 
 
 # ---------------------------------------------------------------- output
