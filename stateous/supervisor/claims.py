@@ -11,7 +11,7 @@ from functools import partial
 from typing import Any
 
 from stateous.supervisor.remote import Answer
-from stateous.supervisor.shared import Shared, wait_for
+from stateous.supervisor.shared import Shared, retry_delay, wait_for
 
 __all__ = ["ClaimLoop"]
 
@@ -41,6 +41,7 @@ class ClaimLoop:
         self._leftovers = leftovers
         self._take = take
         self._held: asyncio.Future[Answer | None] | None = None  # the long-poll claim in flight
+        self._refusals = 0  # the claims refused in a row (the next one waits longer)
 
     async def run(self) -> None:
         """Claim until a stop begins (or a claim waiting to retry gives up at a stop)."""
@@ -64,25 +65,56 @@ class ClaimLoop:
             if answer is None:
                 return
             request = uuid.uuid4().hex
+            if answer.ok:
+                self._refusals = 0
+                shared.claim_answered()
             if answer.status == 204:
                 # A held claim that ran its wait out: claim again at once. An early `204` (a
                 # control plane that ignores `wait`, or one shutting down): wait as without it.
                 if not waited or time.monotonic() - sent < shared.timings.wait * 0.9:
                     await shared.idle()
             elif not answer.ok:
-                log.warning("the control plane refused a claim: %s", answer.sentence)
-                if answer.code in _FIELD_REFUSALS:
-                    # An older control plane: one task a claim, each second. (Which of the
-                    # two fields it refused is in its sentence only; it may know neither.)
-                    shared.long_poll = shared.long_poll and not waited
-                    shared.claim_several = shared.claim_several and "max" not in body
-                await shared.idle()
+                await self._refused(answer, body)
             else:
                 tasks = self._granted(answer.body)
                 if len(tasks) < body.get("max", 1):
                     # Fewer than asked: the queue is empty, so the next claim would only wait
                     # on the control plane. The routines just started come first.
                     await self._reports_first(tasks)
+
+    async def _refused(self, answer: Answer, body: dict[str, Any]) -> None:
+        """A refused claim. A field an older control plane does not know is left out of the next
+        claim, a second later; any other refusal would come again: the next claim waits as for a
+        control plane that does not answer (1, 2, 4... seconds), one log line a wait."""
+        shared = self.shared
+        if answer.code in _FIELD_REFUSALS and not _unknown_version(answer):
+            log.warning("the control plane refused a claim: %s", answer.sentence)
+            # An older control plane: one task a claim, each second. (Which of the two fields
+            # it refused is in its sentence only; it may know neither.)
+            shared.long_poll = shared.long_poll and "wait" not in body
+            shared.claim_several = shared.claim_several and "max" not in body
+            await shared.idle()
+            return
+        delay = retry_delay(self._refusals, shared.timings.max_retry)
+        self._refusals += 1
+        shared.claims_refused_now()
+        log.warning(
+            "the control plane refused a claim: %s%s; trying again in %ss",
+            answer.sentence,
+            self._advice(answer),
+            f"{delay:g}",
+        )
+        await wait_for(shared.stop_event, delay)
+
+    def _advice(self, answer: Answer) -> str:
+        """What to do about a refusal of this supervisor's version (nothing for another)."""
+        if not _unknown_version(answer):
+            return ""
+        folder = self.shared.settings.folder.resolve()
+        return (
+            " (serve that version's graph file again, or run `stateous init supervisor "
+            f"{self.shared.url} {folder}` for the version it serves now)"
+        )
 
     async def _claim(self, body: dict[str, Any]) -> Answer | None:
         """The answer of one claim; None when a stop began and it got none.
@@ -174,6 +206,13 @@ class ClaimLoop:
         _, pending = await asyncio.wait(waits, timeout=REPORTS_FIRST)
         for wait in pending:
             wait.cancel()
+
+
+def _unknown_version(answer: Answer) -> bool:
+    """The refusal of a claim whose `checksum` the control plane has not on record (a database
+    that never served this supervisor's version): its code is that of a bad field, and only its
+    sentence tells the two apart."""
+    return answer.code == "invalid_argument" and "is not a version on record" in answer.sentence
 
 
 def _task_of(grant: object) -> object:

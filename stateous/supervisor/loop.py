@@ -4,7 +4,8 @@ One asyncio loop runs the heartbeat loop (`heartbeats`), the beat (`beat`), the 
 (`claims`), one task per grant (`runner`: an `async def` routine directly, a `def` routine in a
 daemon thread of its own) and one sender for every grant (`sender`), which delivers each grant's
 notes and memory writes in order, before its report, several at once when they are ready
-together, and the line a minute (`tally`). Start-up is in `startup`, `.stateous/status.json` in
+together, the line a minute (`tally`), and a look at the version the control plane serves
+(`versions`). Start-up is in `startup`, `.stateous/status.json` in
 `status`, the shared state and the retry policy in `shared`.
 """
 
@@ -19,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from stateous.event_loop import loop_factory
-from stateous.model.errors import StateousError
+from stateous.model.errors import STOPPED_WHILE_STARTING, Interrupted, StateousError
 from stateous.supervisor import tracing
 from stateous.supervisor.beat import Beats
 from stateous.supervisor.claims import ClaimLoop
@@ -33,6 +34,7 @@ from stateous.supervisor.shared import Shared, Timings
 from stateous.supervisor.startup import StartError, start
 from stateous.supervisor.status import status_loop, write_status
 from stateous.supervisor.tally import tally_loop
+from stateous.supervisor.versions import VersionWatch
 
 __all__ = ["StartError", "Supervisor", "Timings", "embedded", "supervise_folder"]
 
@@ -60,6 +62,7 @@ class Supervisor(Shared):
         self.claims = ClaimLoop(self, self.sender.send_leftovers, lambda body: self._take(body))
         self.heartbeats = Heartbeats(self)
         self.beats = Beats(self)
+        self.versions = VersionWatch(self)
 
     @property
     def _stop(self) -> asyncio.Event:
@@ -107,6 +110,7 @@ class Supervisor(Shared):
         sender = asyncio.create_task(self.sender.run())
         beats = asyncio.create_task(self.beats.run())
         tally = asyncio.create_task(tally_loop(self.tally, self.timings.tally))
+        versions = asyncio.create_task(self.versions.run())
         write_status(self)
         try:
             await asyncio.create_task(self._claim_loop())
@@ -126,6 +130,7 @@ class Supervisor(Shared):
             sender.cancel()
             beats.cancel()
             tally.cancel()
+            versions.cancel()
             write_status(self)
             await self.remote.aclose()
 
@@ -177,7 +182,8 @@ def supervise_folder(folder: Path) -> int:
 
 async def _main(settings: Settings, outbox: Outbox) -> int:
     supervisor = Supervisor(settings, outbox)
-    # A stop signal before the handlers of §4.9 are in place ends the command with exit 1.
+    # A stop signal before the stop handlers are in place ends the command with exit 1, saying
+    # that it stopped while starting.
     interrupted = asyncio.Event()
 
     def interrupt() -> None:
@@ -192,10 +198,10 @@ async def _main(settings: Settings, outbox: Outbox) -> int:
         await supervisor.start()
     except StartError:
         if interrupted.is_set():
-            return 1
+            raise Interrupted(STOPPED_WHILE_STARTING, exit_code=1) from None
         raise
     if interrupted.is_set():
-        return 1
+        raise Interrupted(STOPPED_WHILE_STARTING, exit_code=1)
     supervisor.install_signals(hangup=True)
     code = await supervisor.run()
     if supervisor.forced:

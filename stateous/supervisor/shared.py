@@ -1,5 +1,6 @@
 """What the parts of one running supervisor share: its settings, outbox, control plane, grants,
-its stop, and the retry policy of its calls."""
+its stop, the retry policy of its calls (1, 2, 4, 8, 16, then 30 seconds, at most
+`max_retry`), and whether the control plane answers."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from stateous.supervisor.remote import Answer, NoAnswer, Remote
 from stateous.supervisor.tally import EVERY, Tally
 from stateous.supervisor.threads import RoutineThreads
 
-__all__ = ["Shared", "Timings", "wait_for"]
+__all__ = ["Shared", "Timings", "retry_delay", "wait_for"]
 
 log = logging.getLogger("stateous.supervisor")
 
@@ -49,6 +50,11 @@ class Timings:
             wait=env.supervisor_wait,
             beat=env.supervisor_beat,
         )
+
+
+def retry_delay(tries: int, max_retry: float) -> float:
+    """The wait before the next try of a call that failed `tries` times before this one."""
+    return min(_DELAYS[min(tries, len(_DELAYS) - 1)], max_retry)
 
 
 async def wait_for(event: asyncio.Event, seconds: float) -> bool:
@@ -94,6 +100,12 @@ class Shared:
         self.ready = asyncio.Event()  # set when a grant has a message for the sender
         # Claim several tasks at once until the control plane refuses the field.
         self.claim_several = True
+        #: The checksum the control plane serves, as its `GET /health` last said.
+        self.served: str | None = None
+        # A call got no answer, or the claims were refused, since the last answer or grant:
+        # the first that comes after says the control plane answers again, once.
+        self.unreachable = False
+        self.claims_refused = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
 
@@ -145,13 +157,33 @@ class Shared:
         tries = 0
         while True:
             try:
-                return await call()
+                answer = await call()
             except NoAnswer as exc:
                 if self.stopping:
                     return None
-                delay = min(_DELAYS[min(tries, len(_DELAYS) - 1)], self.timings.max_retry)
+                delay = retry_delay(tries, self.timings.max_retry)
                 tries += 1
-                shown = f"{delay:g}"
-                log.warning("%s; trying again in %ss", exc.text, shown)
+                self.unreachable = True
+                log.warning("%s; trying again in %ss", exc.text, f"{delay:g}")
                 if await wait_for(self.stop_event, delay):
                     return None
+            else:
+                if self.unreachable:
+                    self.unreachable = False
+                    self._answers_again()
+                return answer
+
+    def claims_refused_now(self) -> None:
+        """A claim was refused (other than for a field an older control plane lacks)."""
+        self.claims_refused = True
+
+    def claim_answered(self) -> None:
+        """A claim was answered `200` or `204`: the claims go on as they should."""
+        if self.claims_refused:
+            self.claims_refused = False
+            self._answers_again()
+
+    def _answers_again(self) -> None:
+        """Say once that the control plane is back, when nothing is wrong with it any more."""
+        if not (self.unreachable or self.claims_refused):
+            log.info("the control plane at %s answers again", self.remote.url)

@@ -12,7 +12,7 @@ from stateous.supervisor.folder import load_routines
 from stateous.supervisor.remote import Answer, UnreadableAnswer
 from stateous.supervisor.shared import Shared
 
-__all__ = ["StartError", "start"]
+__all__ = ["StartError", "older_version_line", "start"]
 
 log = logging.getLogger("stateous.supervisor")
 
@@ -35,6 +35,7 @@ async def start(shared: Shared) -> None:
     if answer is None:
         raise StartError(f"{shared.url} did not answer as a Stateous control plane: stopped")
     served = _served_checksum(shared.url, answer)
+    shared.served = served
     settings = shared.settings
     if served != settings.checksum:
         log.info("%s", await _older_version(shared, served))
@@ -73,11 +74,18 @@ async def _older_version(shared: Shared, served: str) -> str:
         raise StartError(f"{shared.url} did not answer as a Stateous control plane: stopped")
     if answer.status in _NO_ROUTE:
         raise _other_version(shared, served)
-    rows = _version_rows(shared.url, answer)
-    mine = shared.settings.checksum
+    line = older_version_line(_version_rows(shared.url, answer), shared.settings.checksum, served)
+    if line is None:
+        raise _other_version(shared, served)
+    return line
+
+
+def older_version_line(rows: list[dict[str, Any]], mine: str, served: str) -> str | None:
+    """The line of a supervisor of the version `mine` beside the current one, from the rows of
+    `GET /workflow/versions` (newest first); None when `mine` is not on record."""
     found = next((row for row in rows if row.get("checksum") == mine), None)
     if found is None:
-        raise _other_version(shared, served)
+        return None
     # `live` is counted once per structure, on its newest checksum: the first row of it.
     newest = next(row for row in rows if row.get("structure") == found.get("structure"))
     current = next((row["checksum"] for row in rows if row.get("current") is True), served)
