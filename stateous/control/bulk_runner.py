@@ -1,4 +1,4 @@
-"""The holder applies bulk jobs (spec 80 §2) beside the clock, in batches that leave room for
+"""The holder applies bulk jobs beside the clock, in batches that leave room for
 live traffic.
 
 Each token is its own operation (its action and its match marked together, in a savepoint); a
@@ -16,7 +16,7 @@ from functools import partial
 
 from sqlalchemy import Connection
 
-from stateous.control import tracing  # spec 97 §2
+from stateous.control import tracing
 from stateous.control.engine.bulk import apply_one, finish_if_done
 from stateous.control.paced import Pace, run_paced
 from stateous.control.plane import Plane
@@ -49,7 +49,7 @@ class BulkRunner:
         if not tokens:
             plane.run("bulk", lambda conn: finish_if_done(conn, plane.clock, job_id))
             return 0
-        # A few tokens share one commit (group commit, spec 75 §4), each in its own savepoint
+        # A few tokens share one commit (group commit), each in its own savepoint
         # with its match marked there: fewer commits, and still one token's work at a time.
         # On SQLite the one writer waits for the whole shared commit: four tokens at once raised
         # the p95 of claims and reports by about 8 ms (bench/bulk_latency.py), one by about 2.

@@ -1,4 +1,4 @@
-"""The refusals of the control plane: each a StateousError with the spec's stable code."""
+"""The refusals of the control plane: each a StateousError with a stable code."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from stateous.model.errors import StateousError
 
 
 class Refusal(StateousError):
-    """A request the control plane refuses; `status` is the HTTP status of spec 20 §1.7."""
+    """A request the control plane refuses; `status` is its HTTP status."""
 
     status: int = 422
 

@@ -1,6 +1,6 @@
-"""The single-holder rule (spec 20 §2.3): take, renew and give up the hold on the database.
+"""The single-holder rule: take, renew and give up the hold on the database.
 
-A replica (spec 85 §1) starts without the hold and tries the serving lock on each tick; when
+A replica starts without the hold and tries the serving lock on each tick; when
 the holder's connection ends, the first replica to try gets it and runs the clock from then on.
 """
 
@@ -33,7 +33,7 @@ TAKEN = (
     "another control plane took this database; this control plane does no more work; "
     "trying again does not help: stop this server"
 )
-#: Logged by a replica when it becomes the holder (spec 85 §1).
+#: Logged by a replica when it becomes the holder.
 TOOK = "this control plane took the hold on the database; it runs the clock now"
 
 
@@ -55,7 +55,7 @@ class Hold:
     name: str = field(default_factory=holder_name)
     lapse: timedelta = timedelta(seconds=30)
     renew_every: timedelta = timedelta(seconds=10)
-    #: Whether this control plane holds the database; a replica starts without (spec 85 §1).
+    #: Whether this control plane holds the database; a replica starts without.
     holding: bool = True
     #: Called once a replica took the hold (it then runs the clock and the bulk jobs).
     on_taken: Callable[[], None] | None = None

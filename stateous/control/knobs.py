@@ -1,6 +1,6 @@
 """Test knobs of `stateous serve`: the environment's durations applied to its settings.
 
-The defaults stay the spec's (spec 20 §4.1); integration and fault-injection tests run real
+The defaults stay the documented ones; integration and fault-injection tests run real
 `serve` processes, and cannot wait two minutes for a lease to end or thirty seconds for a SQLite
 hold to lapse. The knobs are the variables of stateous.model.environment named in `KNOBS`.
 """

@@ -1,4 +1,4 @@
-"""`--listen HOST:PORT`: parsing, binding before the database, and the URL to print (spec 20 §2.1)."""
+"""`--listen HOST:PORT`: parsing, binding before the database, and the URL to print."""
 
 from __future__ import annotations
 

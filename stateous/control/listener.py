@@ -1,4 +1,4 @@
-"""Wake-ups across control planes (spec 85 §2): `LISTEN stateous_queued` on Postgres.
+"""Wake-ups across control planes: `LISTEN stateous_queued` on Postgres.
 
 The database sends `NOTIFY stateous_queued, '<state>'` inside every transaction that queues a
 task (the triggers of migration 0007), whichever control plane ran it. Each control plane keeps

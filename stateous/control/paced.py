@@ -1,6 +1,6 @@
 """The loop of the holder's background work beside live traffic: bulk jobs, the fill of a
 search key, retention. Each step is one short piece of work in a worker thread; between steps
-the loop rests, so claims and reports keep their latency (spec 80 §2, spec 95)."""
+the loop rests, so claims and reports keep their latency."""
 
 from __future__ import annotations
 

@@ -33,11 +33,11 @@ class Plane:
     config: EngineConfig
     clock: Clock
     serving: bool = True
-    #: `holder`, or `replica` until this control plane takes the hold (spec 85 §1).
+    #: `holder`, or `replica` until this control plane takes the hold.
     role: str = "holder"
     wakeups: Wakeups = field(default_factory=Wakeups)
     metrics: Metrics = field(default_factory=Metrics)
-    #: The shared transactions of the writes (spec 75 §4), on `store`.
+    #: The shared transactions of the writes, on `store`.
     lanes: Lanes = field(init=False, repr=False)
     #: `POST /tokens` arriving together, as one operation (None: each start its own).
     starts: StartsTogether | None = field(default=None, init=False, repr=False)
@@ -64,7 +64,7 @@ class Plane:
 
     def run(self, call: str, work: Callable[[Connection], T]) -> T:
         """Run `work` as one operation: a read in a transaction of its own, a write in a shared
-        one with whatever arrives at the same time (spec 75 §4); answers after the commit,
+        one with whatever arrives at the same time; answers after the commit,
         raises what refused it; `not_serving` after a takeover."""
         self.check_serving()
         if call in READ_CALLS:

@@ -1,4 +1,4 @@
-"""This control plane's row in `control_planes` (spec 85 §1): written every 10 s and at once
+"""This control plane's row in `control_planes`: written every 10 s and at once
 when its role changes (a replica that took the hold), deleted on a clean stop."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Start-up of `stateous serve --replica` (spec 85 §1): a second (third, ...) control plane on
+"""Start-up of `stateous serve --replica`: a second (third, ...) control plane on
 the holder's Postgres database.
 
 A replica never migrates: it waits, saying so, until a control plane started without
@@ -54,7 +54,7 @@ def _reason(exc: BaseException) -> str:
 
 def _look(store: Store) -> tuple[str | None, str | None]:
     """The schema's revision and the structure on record (None until there is one); refuses a
-    database this version cannot use (spec 20 §3.4)."""
+    database this version cannot use."""
     with store.begin(read=True) as conn:
         migrate.check(conn)
         revision = migrate.current_revision(conn)
@@ -117,7 +117,7 @@ async def open_replica(
         if store.sqlite:
             raise StateousError(NEEDS_POSTGRES)
         recorded = await wait_for_schema(store, mask_url(settings.db_url), _say)
-        # Any graph file on record may serve (spec 90 §2); new tokens start on the holder's.
+        # Any graph file on record may serve; new tokens start on the holder's.
         if not await to_thread.run_sync(store.read, lambda c: is_on_record(c, graph.checksum)):
             raise StateousError(other_structure(recorded, graph.structure))
         versions = await to_thread.run_sync(load_versions, store, graph)

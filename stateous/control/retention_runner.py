@@ -1,4 +1,4 @@
-"""`serve --retain DURATION` (spec 95 §2): the holder prunes ended top tokens whose end is older
+"""`serve --retain DURATION`: the holder prunes ended top tokens whose end is older
 than now − DURATION, in the background, with no export.
 
 It sweeps the ended tokens due in id order (keyset, never OFFSET) and prunes them through the

@@ -1,4 +1,4 @@
-"""`stateous serve` at run time: start-up in the order of spec 20 §2.1, the server, the clock, the stop."""
+"""`stateous serve` at run time: start-up in its fixed order, the server, the clock, the stop."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def open_store(settings: Settings) -> Store:
 
 
 def open_plane(settings: Settings, graph: Graph, clock: Clock) -> tuple[Plane, Hold]:
-    """Open the database, take the hold, migrate, check the structure (steps 5-6)."""
+    """Open the database, take the hold, migrate, check the structure."""
     url = mask_url(settings.db_url)
     store = open_store(settings)
     hold = Hold(store, clock, lapse=settings.sqlite_hold_lapse, renew_every=settings.since_every)
@@ -110,12 +110,12 @@ def open_plane(settings: Settings, graph: Graph, clock: Clock) -> tuple[Plane, H
 
 
 def serve_version(store: Store, graph: Graph, clock: Clock) -> None:
-    """Record the graph as a version and make it current (spec 90 §2, replacing spec 20
-    §2.4's refusal of another structure)."""
+    """Record the graph as a version and make it current; tokens of other versions run on
+    (another structure is no refusal)."""
     try:
         with store.begin() as conn:
             record_served(conn, graph, clock.now())
-            settle_keys(conn, graph, clock.now())  # spec 95 §1: the keys with nothing to fill
+            settle_keys(conn, graph, clock.now())  # the keys with nothing to fill
     except SQLAlchemyError as exc:
         raise StateousError(f"cannot use the database: {_reason(exc)}") from exc
 
@@ -123,7 +123,7 @@ def serve_version(store: Store, graph: Graph, clock: Clock) -> None:
 class _Server(uvicorn.Server):
     """uvicorn without its own signal handling: `serve` decides what a signal does."""
 
-    #: Called as the shutdown begins: releases long-poll claims (spec 70 §2) so they answer now.
+    #: Called as the shutdown begins: releases long-poll claims so they answer now.
     on_shutdown: Callable[[], None] | None = None
 
     @contextlib.contextmanager
@@ -153,7 +153,7 @@ class ControlPlane:
             auth_names=dict(settings.auth_names),
             auth_grants=dict(settings.auth_grants) or None,
         )
-        app.state.presence_every = settings.since_every  # GET /control-planes (spec 85 §1)
+        app.state.presence_every = settings.since_every  # GET /control-planes
         config = uvicorn.Config(
             LeanRoutes(app), log_config=None, access_log=False, lifespan="off",
             timeout_graceful_shutdown=int(settings.stop_wait), server_header=False,
@@ -169,14 +169,14 @@ class ControlPlane:
         self.presence = Presence(
             plane.store, plane.clock, hold.name, lambda: hold.role, settings.since_every
         )
-        # Wake-ups from the other control planes on the same database (spec 85 §2).
+        # Wake-ups from the other control planes on the same database.
         self.listener = (
             None if plane.store.sqlite else Listener(plane.store.engine.url, plane.wakeups)
         )
 
     def _took_hold(self) -> None:
         """A replica took the hold (its clock logged it): it is the holder from now on, and
-        its own graph file the current version (spec 90 §2)."""
+        its own graph file the current version."""
         self.plane.role = "holder"
         graph = read_graph_file(self.settings.graph_path)
         serve_version(self.plane.store, graph, self.plane.clock)
@@ -187,7 +187,7 @@ class ControlPlane:
     async def clock(self) -> None:
         """The clock (stateous.control.ticker): the hold, lease expiry, timers; every tick.
 
-        A replica's clock only tries the hold until it gets it (spec 85 §1)."""
+        A replica's clock only tries the hold until it gets it."""
         hold = self.hold
         store, versions = self.plane.store, self.plane.config.versions
         ticker = Ticker(
@@ -210,22 +210,22 @@ class ControlPlane:
         return not self.stop_event.is_set()
 
     async def bulk_jobs(self) -> None:
-        """The holder applies bulk jobs beside the clock (spec 80 §2); a replica once it holds."""
+        """The holder applies bulk jobs beside the clock; a replica once it holds."""
         if await self._until_holding():
             await BulkRunner(self.plane).run(self.stop_event)
 
     async def search_keys(self) -> None:
-        """The holder fills the search keys added to a served graph (spec 95 §1)."""
+        """The holder fills the search keys added to a served graph."""
         if await self._until_holding():
             await SearchFiller(self.plane).run(self.stop_event)
 
     async def stats_counts(self) -> None:
-        """The holder folds the deltas of `GET /stats` into its counts (spec 95 §3, Postgres)."""
+        """The holder folds the deltas of `GET /stats` into its counts (Postgres)."""
         if await self._until_holding():
             await StatsFolder(self.plane).run(self.stop_event)
 
     async def retention(self) -> None:
-        """`--retain`: the holder prunes ended tokens older than it (spec 95 §2); a replica
+        """`--retain`: the holder prunes ended tokens older than it; a replica
         once it holds."""
         retain = self.settings.retain
         if retain is not None and await self._until_holding():
@@ -295,7 +295,7 @@ class ControlPlane:
 
 
 async def _open(settings: Settings, graph: Graph, clock: Clock) -> tuple[Plane, Hold]:
-    """Step 5-6: the holder's start (spec 20 §2.1), or a replica's (spec 85 §1)."""
+    """Open the database and check the structure: the holder's start, or a replica's."""
     if not settings.replica:
         return await to_thread.run_sync(open_plane, settings, graph, clock)
     store = await to_thread.run_sync(open_store, settings)
@@ -310,7 +310,7 @@ def _hang_up() -> None:
     """SIGHUP: send ourselves SIGTERM, which reaches whoever handles the stop at this moment.
 
     With `--supervise`, the embedded supervisor replaces the server's SIGTERM handler with its
-    own graceful stop (spec 40 §4.9), which then stops the server; without it, the server stops.
+    own graceful stop, which then stops the server; without it, the server stops.
     """
     os.kill(os.getpid(), signal.SIGTERM)
 
@@ -318,7 +318,9 @@ def _hang_up() -> None:
 async def run_control_plane(
     settings: Settings, extra: Extra | None = None, clock: Clock | None = None
 ) -> int:
-    """Start-up steps 2-9 of spec 20 §2.1, then serve until stopped; answer the exit code.
+    """Start up (parse `--listen`, read the graph file, bind the port, open the database and
+    take the hold, check the structure, say where it serves), then serve until stopped; answer
+    the exit code.
 
     Raises StateousError (printed as `error: <sentence>`, exit 1) for every refusal to start,
     with no port bound and no database held. Prints `stopped` after a clean stop, or the
@@ -326,7 +328,7 @@ async def run_control_plane(
     """
     listen = parse_listen(settings.listen)
     graph = read_graph_file(settings.graph_path)
-    tracing.setup()  # spec 97 §2: only when OTEL_* asks for traces
+    tracing.setup()  # only when OTEL_* asks for traces
     sock = bind(listen)
     try:
         plane, hold = await _open(settings, graph, clock or SystemClock())

@@ -1,4 +1,4 @@
-"""The holder fills a search key added to a served graph (spec 95 §1): the rows of `token_keys`
+"""The holder fills a search key added to a served graph: the rows of `token_keys`
 of the live top tokens of each version that searches by a key not yet filled, in batches that
 leave room for live traffic; then the key's row of `search_keys`, which ends its
 `409 search_not_ready`.

@@ -1,4 +1,4 @@
-"""Which version a control plane serves (spec 90 §1-2): recorded at start, followed by
+"""Which version a control plane serves: recorded at start, followed by
 replicas, made current again by a replica that takes the hold.
 
 The versions tokens run on are read from `workflow_versions` into `Versions`; the current
@@ -32,7 +32,7 @@ log = logging.getLogger("stateous.control")
 
 
 def record_served(conn: Connection, graph: Graph, now: datetime) -> None:
-    """Record `graph` as a version (if its checksum is new) and make it current (spec 90 §2).
+    """Record `graph` as a version (if its checksum is new) and make it current.
 
     Refuses when live tokens run on a structure whose graph is not on record (a database of
     before versions, last served with another graph file): they could not be run.

@@ -1,4 +1,4 @@
-"""The control plane's settings, with the spec's fixed durations as defaults (spec 20 §4.1)."""
+"""The control plane's settings, with the documented durations as defaults."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ DEFAULT_LISTEN = "127.0.0.1:8080"
 
 @dataclass(frozen=True)
 class Settings:
-    """What `stateous serve` runs with. Tests shorten the durations; the defaults are the spec's
-    (those of the `STATEOUS_*_SECONDS` variables of stateous.model.environment)."""
+    """What `stateous serve` runs with. Tests shorten the durations; the defaults are
+    those of the `STATEOUS_*_SECONDS` variables of stateous.model.environment)."""
 
     graph_path: Path
     db_url: str = DEFAULT_DB_URL
@@ -26,14 +26,14 @@ class Settings:
     since_every: timedelta = timedelta(seconds=DEFAULTS.since_seconds)
     sqlite_hold_lapse: timedelta = timedelta(seconds=DEFAULTS.hold_lapse_seconds)
     stop_wait: float = DEFAULTS.stop_wait_seconds
-    auth_token: str | None = None  # spec 70 §5: None, no authentication
-    #: Every accepted token with its name (spec 80 §1: the actor); empty: `auth_token` alone.
+    auth_token: str | None = None  # None: no authentication
+    #: Every accepted token with its name (the actor of what it does); empty: `auth_token` alone.
     auth_names: tuple[tuple[str, str | None], ...] = ()
-    #: Every accepted token with its name and role (spec 97 §3); empty: `auth_names`, as admin.
+    #: Every accepted token with its name and role; empty: `auth_names`, as admin.
     auth_grants: tuple[tuple[str, Grant], ...] = ()
-    #: `--replica` (spec 85 §1): serve beside the holder of a Postgres database.
+    #: `--replica`: serve beside the holder of a Postgres database.
     replica: bool = False
-    #: `--retain DURATION` (spec 95 §2): prune ended tokens older than this; None: keep all.
+    #: `--retain DURATION`: prune ended tokens older than this; None: keep all.
     retain: timedelta | None = None
     #: The pace of `--retain`: the least rest between batches, the wait when none was due, and
     #: between two log lines (seconds; the `STATEOUS_RETAIN_*` variables).

@@ -1,4 +1,4 @@
-"""Starts that arrive together run as one operation of `start_many` (spec 75 §4, §5).
+"""Starts that arrive together run as one operation of `start_many`.
 
 Under load many `POST /tokens` arrive while the lane is busy with the shared transaction
 before. Each used to be an operation of its own: five statements a start (its lock, its read
@@ -165,7 +165,7 @@ async def start_alone(plane: StartsHost, args: StartArgs) -> Started:
 def keep_traces(
     conn: Connection, starts: Sequence[StartArgs], outcomes: Sequence[Started | Refusal]
 ) -> None:
-    """Write the `traceparent` of each new token that has one (spec 97 §2), in its start's
+    """Write the `traceparent` of each new token that has one, in its start's
     transaction; nothing when no start carries one (tracing off, no header)."""
     pairs = [
         (outcome.token.token, args.trace)

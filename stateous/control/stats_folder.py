@@ -1,4 +1,4 @@
-"""The holder folds the deltas of `GET /stats` into its counts (spec 95 §3, Postgres).
+"""The holder folds the deltas of `GET /stats` into its counts (Postgres).
 
 On Postgres migration 0013's triggers append +1/-1 rows to `stats_deltas` in every writer's
 transaction, so writers side by side never wait on shared count rows. /stats reads the counts

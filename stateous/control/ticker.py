@@ -1,7 +1,7 @@
-"""The clock of `stateous serve` (spec 30 §3.8, spec 20 §2.5): one tick per interval.
+"""The clock of `stateous serve`: one tick per interval.
 
 A tick (1) checks and renews this control plane's hold on the database, (2) ends expired
-leases, (3) fires due timers and (4) starts the tokens of due schedule slots (spec 97 §1).
+leases, (3) fires due timers and (4) starts the tokens of due schedule slots.
 Steps 2-4 are one short read each, then one transaction per lease, per timer and per slot, so
 the clock never holds a lock between ticks (nor across items).
 Ticks never overlap: the next one starts only after the last one ended.
@@ -18,7 +18,7 @@ from typing import Protocol
 
 from sqlalchemy import Connection
 
-from stateous.control import tracing  # spec 97 §2
+from stateous.control import tracing
 from stateous.control.clock import Clock
 from stateous.control.engine.lease import expire_lease, expired_leases
 from stateous.control.engine.schedules import MOST_STEPS, due_schedules, run_step
@@ -36,7 +36,7 @@ TAKEN = (
 
 
 class Renewal(Protocol):
-    """The hold on the database (spec 20 §2.3), as the clock uses it."""
+    """The hold on the database, as the clock uses it."""
 
     def renew(self) -> bool:
         """Check and renew the hold; False when another control plane took the database."""
@@ -52,7 +52,7 @@ class TickResult:
     failures: int = 0
     lost: bool = False
     skipped: bool = False
-    #: Schedules that did a step (spec 97 §1).
+    #: Schedules that did a step.
     schedules: int = 0
 
 
@@ -75,10 +75,10 @@ class Ticker:
     plane: Plane
     hold: Renewal | None = None
     interval: float = 1.0
-    #: Whether this control plane runs the clock (a replica: only once it holds the database,
-    #: spec 85 §1); None: always.
+    #: Whether this control plane runs the clock (a replica: only once it holds the
+    #: database); None: always.
     runs_clock: Callable[[], bool] | None = None
-    #: A replica's tick before it holds: follow the holder's current version (spec 90 §2).
+    #: A replica's tick before it holds: follow the holder's current version.
     follow: Callable[[], None] | None = None
 
     @property
@@ -87,7 +87,7 @@ class Ticker:
         return repr(float(self.interval))
 
     def tick(self) -> TickResult:
-        """One tick, in the order of spec 30 §3.8; never raises."""
+        """One tick: the hold, lease expiry, timers, then schedules; never raises."""
         # Asked before the hold: a replica that takes the hold in this tick runs the clock from
         # its next one.
         runs = self.runs_clock is None or self.runs_clock()

@@ -1,4 +1,4 @@
-"""The spans of `serve` (spec 97 §2): one trace per token, a span per operation.
+"""The spans of `serve`: one trace per token, a span per operation.
 
 Every call here is one test of `_tracer` when tracing is off (no OpenTelemetry module is
 imported then, stateous.model.tracing), so the routes and the clock call these functions

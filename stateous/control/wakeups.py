@@ -1,4 +1,4 @@
-"""In-process wake-ups for long-poll claims (spec 70 §2), and the hand-off of queued tasks.
+"""In-process wake-ups for long-poll claims, and the hand-off of queued tasks.
 
 A claim that waits holds no transaction and no lock: it remembers the `generation` it saw, runs
 its claim transaction, and if that found nothing it sleeps until the generation moves on (a
@@ -9,14 +9,14 @@ transaction and the sleep is never missed: the sleep then returns at once.
 The hand-off: a sleeping claim leaves its claim operation here (it is *parked*). A lane that is
 about to run a shared transaction with an operation that may queue a task (`QUEUING_CALLS`)
 takes every parked claim and runs it after the group's own operations, in the same transaction
-(spec 75 §4: each claim is an operation of its own there, applied in the order taken). A task
+(each claim is an operation of its own there, applied in the order taken). A task
 that a report or a start queues is so claimed by a waiting supervisor in the transaction that
 queued it: one commit, no wake-up of the event loop, no second transaction. The claim is
 answered after that commit, as every operation is. A parked claim that found nothing sleeps on.
 
 Within one process, a commit that may have queued a task moves the generation on and wakes every
 waiting claim whose claim did not run in it (the lane calls `committed`, before any answer of
-the group is given). Across processes (spec 85 §2: replicas on one Postgres database), the
+the group is given). Across processes (replicas on one Postgres database), the
 database sends `NOTIFY stateous_queued, '<state>'` with such a commit, and each control plane's
 listener (stateous.control.listener) wakes only its claims waiting for that state.
 """
@@ -38,7 +38,7 @@ __all__ = ["QUEUING_CALLS", "Waiter", "Wakeups"]
 #: The engine calls whose transaction can queue a task or make a queued one claimable: a start,
 #: a fire, a report, a resume (a paused token's tasks become claimable), a cancel (a parent
 #: moves on when its children end), a lease that ends (a retry), a timer that fires, and an
-#: operator's retry, move or migrate (spec 80 §3, spec 90 §5: each enters a state).
+#: operator's retry, move or migrate (each enters a state).
 QUEUING_CALLS = frozenset(
     {"start", "fire", "report", "resume", "cancel", "lease expiry", "timer", "retry", "move",
      "migrate"}

@@ -1,4 +1,4 @@
-"""The `by` of an operator's request (spec 80 §1): the body's, or the named token's actor."""
+"""The `by` of an operator's request: the body's, or the named token's actor."""
 
 from __future__ import annotations
 

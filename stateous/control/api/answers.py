@@ -1,4 +1,4 @@
-"""The API's answer helpers, shared by every route module (spec 20 §1): JSON answers, the plane,
+"""The API's answer helpers, shared by every route module: JSON answers, the plane,
 engine calls off the event loop, bodies and task id segments."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def plane_of(request: Request[Any, Any, Any]) -> Plane:
 
 
 async def run[T](request: Request[Any, Any, Any], call: str, work: Callable[[Connection], T]) -> T:
-    """Run one engine call off the event loop: a write in a shared transaction (spec 75 §4),
+    """Run one engine call off the event loop: a write in a shared transaction,
     awaited without a worker thread; a read in a worker thread, beside the writes."""
     plane = plane_of(request)
     if call not in READ_CALLS:
@@ -50,7 +50,7 @@ async def run[T](request: Request[Any, Any, Any], call: str, work: Callable[[Con
 
 
 async def read_body(request: Request[Any, Any, Any]) -> dict[str, Any]:
-    """The request body as a JSON object (spec 20 §1.1)."""
+    """The request body as a JSON object."""
     return bodies.parse_body(await request.body())
 
 

@@ -1,4 +1,4 @@
-"""The Litestar application of the HTTP API (spec 20 §1): `create_app(plane)`, its token, task,
+"""The Litestar application of the HTTP API: `create_app(plane)`, its token, task,
 health and workflow routes, and the route functions the fast path (api/lean.py) answers with."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from litestar.params import FromPath
 from litestar.types import Receive
 from sqlalchemy import Connection
 
-from stateous.control import tracing  # spec 97 §2
-from stateous.control.api import batch as batch_routes  # spec 75 §1-3
+from stateous.control import tracing
+from stateous.control.api import batch as batch_routes
 from stateous.control.api import (
     bodies,
     edge,
@@ -25,15 +25,15 @@ from stateous.control.api import (
     openapi,
     operator,
     pages,
-    roles,  # spec 97 §3
+    roles,
     supervisors,
 )
-from stateous.control.api import bulk as bulk_routes  # spec 80 §1-2
-from stateous.control.api import migrate as migrate_routes  # spec 90 §5
-from stateous.control.api import planes as plane_routes  # spec 85 §1
-from stateous.control.api import repair as repair_routes  # spec 80 §3-4
-from stateous.control.api import retention as retention_routes  # spec 95 §2
-from stateous.control.api import schedules as schedule_routes  # spec 97 §1
+from stateous.control.api import bulk as bulk_routes
+from stateous.control.api import migrate as migrate_routes
+from stateous.control.api import planes as plane_routes
+from stateous.control.api import repair as repair_routes
+from stateous.control.api import retention as retention_routes
+from stateous.control.api import schedules as schedule_routes
 from stateous.control.api.acts import actor_of, by_of
 from stateous.control.api.answers import (
     answer,
@@ -77,13 +77,13 @@ async def start_reply(
     plane: Plane, actor: str | None, body: dict[str, Any], traceparent: str | None = None
 ) -> Reply:
     """Start a token (`201`), or answer the existing one (`200`); a new token keeps the trace
-    of the `traceparent` header, or a new one when `serve` traces (spec 97 §2)."""
+    of the `traceparent` header, or a new one when `serve` traces."""
     token_id, context = body.get("token"), body.get("context")
     by = bodies.by_arg(body, actor)
     trace = tracing.begin_start(traceparent)
     args = StartArgs(token_id, context, by, None if trace is None else trace.traceparent)
     try:
-        if plane.starts is not None:  # with the starts that arrive together (spec 75 §4)
+        if plane.starts is not None:  # with the starts that arrive together
             started = await plane.starts.start(args)
         else:
             started = await start_alone(plane, args)
@@ -105,8 +105,8 @@ async def start_token(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 @get("/tokens")
 async def list_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """Tokens, most recently moved first; `context.KEY=JSON` finds them by their search keys
-    (spec 95 §1); `after=CURSOR` the page after the one whose `Link` header gave it."""
+    """Tokens, most recently moved first; `context.KEY=JSON` finds them by their search
+    keys; `after=CURSOR` the page after the one whose `Link` header gave it."""
     names = ("status", "parent", "limit", "structure", "state", "prefix")
     query = {name: request.query_params.get(name) for name in names}
     status, parent, limit, structure = bodies.listing_args(query)
@@ -131,12 +131,12 @@ async def list_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 @get("/tokens/{token_id:str}")
 async def get_token(request: Request[Any, Any, Any], token_id: FromPath[str]) -> Response[bytes]:
-    """One token; with its `trace_id` when it has a trace (spec 97 §2)."""
+    """One token; with its `trace_id` when it has a trace."""
     return answer(await run(request, "token", lambda conn: traced_token(conn, token_id)))
 
 
 def traced_token(conn: Connection, token_id: str) -> Any:
-    """`reads.read_token` with the token's `trace_id` when it has a trace (spec 97 §2)."""
+    """`reads.read_token` with the token's `trace_id` when it has a trace."""
     wire = reads.read_token(conn, token_id)
     parent = trace_of(conn, wire["token"])
     if parent is not None:
@@ -148,7 +148,7 @@ def traced_token(conn: Connection, token_id: str) -> Any:
 async def token_history(
     request: Request[Any, Any, Any], token_id: FromPath[str]
 ) -> Response[bytes]:
-    """A token's ledger; with `after=SEQ` only the entries after it (spec 70 §1)."""
+    """A token's ledger; with `after=SEQ` only the entries after it."""
     after = operator.after_arg(request.query_params.get("after"))
     if after is not None:
         return answer(
@@ -186,7 +186,7 @@ async def fire_event(
 
 def _steer_route(path: str, name: str, work: Callable[..., Any]) -> Any:
     async def steer(request: Request[Any, Any, Any], token_id: FromPath[str]) -> Response[bytes]:
-        by = by_of(request, await read_body(request))  # spec 80 §1: `{}` or absent is fine
+        by = by_of(request, await read_body(request))  # a body of `{}`, or none, is fine
         plane = plane_of(request)
         started = tracing.now()
         token = await run(
@@ -212,7 +212,7 @@ cancel_token = _steer_route("/tokens/{token_id:str}/cancel", "cancel", cancel)
 
 @get("/workflow")
 async def workflow(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """The current graph document; with `checksum=`, that version's (spec 90 §3)."""
+    """The current graph document; with `checksum=`, that version's."""
     plane = plane_of(request)
     plane.check_serving()
     checksum = request.query_params.get("checksum")
@@ -226,7 +226,7 @@ async def workflow(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 @get("/workflow/versions")
 async def workflow_versions(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """The versions on record, newest first, with their live top tokens (spec 90 §3)."""
+    """The versions on record, newest first, with their live top tokens."""
     plane = plane_of(request)
     current = plane.config.graph.checksum
     return answer(await run(request, "versions", lambda conn: versions_wire(conn, current)))
@@ -235,12 +235,12 @@ async def workflow_versions(request: Request[Any, Any, Any]) -> Response[bytes]:
 @get("/health")
 async def health(request: Request[Any, Any, Any]) -> Response[bytes]:
     """The workflow's name, the served graph's checksum and this control plane's role; with
-    authentication on and a valid token, that token's role as `access` (spec 97 §3)."""
+    authentication on and a valid token, that token's role as `access`."""
     plane = plane_of(request)
     plane.check_serving()
     graph = plane.config.graph
     value = {"workflow": graph.workflow, "checksum": graph.checksum, "role": plane.role}
-    access = roles.access_of(request)  # what the caller's token may do (spec 97 §3)
+    access = roles.access_of(request)  # what the caller's token may do
     if access is not None:
         value["access"] = access
     return answer(value)
@@ -251,12 +251,12 @@ async def health(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 async def claim_reply(plane: Plane, receive: Receive, body: dict[str, Any]) -> Reply:
     """Claim a task: a grant, or `204`; with `wait`, hold the request until one is queued;
-    with `max`, several (spec 75 §1). `receive` tells when the caller hangs up."""
+    with `max`, several. `receive` tells when the caller hangs up."""
     supervisor, states, request_id = bodies.claim_args(body)
     structure = bodies.claim_structure(body, plane.config.versions)
     wait = longpoll.wait_arg(body)
     most = bodies.max_arg(body)
-    if most is not None:  # several tasks at once (spec 75 §1)
+    if most is not None:  # several tasks at once
         return await batch_routes.claim_several(
             plane, receive, supervisor, states, request_id, wait, most, structure
         )
@@ -361,7 +361,7 @@ ROUTES = [
 
 async def no_options(request: Request[Any, Any, Any]) -> None:
     """Before every route: Litestar answers OPTIONS by itself, and this API has no such method
-    (`405`); then the bearer token (spec 70 §5) and its role (spec 97 §3), and only the JSON
+    (`405`); then the bearer token and its role, and only the JSON
     document under `/schema`."""
     if request.method == "OPTIONS":
         raise MethodNotAllowedException()
@@ -379,10 +379,10 @@ def create_app(
     auth_grants: Mapping[str, Grant] | None = None,
 ) -> Litestar:
     """The Litestar application over one control plane; with `auth_token`, every route but
-    `GET /health` needs it as a bearer token (spec 70 §5); `auth_names` are every accepted token
-    with its name, the actor of what its requests do (spec 80 §1), each `admin`; `auth_grants`
-    every accepted token with its name and role (spec 97 §3), instead of both."""
-    tracing.untraced_litestar()  # spec 97 §2: no OpenTelemetry import when off
+    `GET /health` needs it as a bearer token; `auth_names` are every accepted token
+    with its name, the actor of what its requests do, each `admin`; `auth_grants`
+    every accepted token with its name and role, instead of both."""
+    tracing.untraced_litestar()  # no OpenTelemetry import when tracing is off
     app = Litestar(
         route_handlers=[
             *ROUTES,

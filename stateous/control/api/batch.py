@@ -1,11 +1,11 @@
-"""The batch routes of spec 75: claims of several tasks, several messages, many starts.
+"""The batch routes: claims of several tasks, several messages, many starts.
 
 Each message and each start is its own operation, with exactly the checks, ledger rows and
 refusals of its single route, built by the same body parsers and engine functions. They are run
 in list order by `run_in_order`, queued together for the shared transactions
-(`Plane.run_many_async`, spec 75 §4); a refusal answers that operation alone.
+(`Plane.run_many_async`); a refusal answers that operation alone.
 
-One rule keeps each task's messages in order (spec 75 §2, spec 40 §4.6): once a message of a
+One rule keeps each task's messages in order: once a message of a
 task fails for the moment (a `5xx`, or a fault), the later messages of that task in the batch are
 not applied and are answered `503 database_busy` too, so the supervisor sends them again behind
 it, in order, instead of finding them applied before it.
@@ -22,7 +22,7 @@ from litestar import Request, Response, get, post
 from litestar.types import Receive
 from sqlalchemy import Connection
 
-from stateous.control import tracing  # spec 97 §2
+from stateous.control import tracing
 from stateous.control.api import bodies, longpoll
 from stateous.control.api.acts import actor_of, by_of
 from stateous.control.api.answers import answer, known_id, plane_of, read_body, reply, run
@@ -108,13 +108,13 @@ def in_turn(
 
 
 def envelope(exc: Refusal) -> dict[str, Any]:
-    """The refusal envelope of spec 20 §1.7."""
+    """The refusal envelope: `{"error": sentence, "code": code}`."""
     return {"error": exc.message, "code": exc.code}
 
 
 async def run_in_order(plane: Plane, operations: Sequence[Operation]) -> list[dict[str, Any]]:
-    """Apply the operations in list order, queued together for the shared transactions (spec 75
-    §4: each its own savepoint, all answered after their commit); a refusal is that operation's
+    """Apply the operations in list order, queued together for the shared transactions (each
+    its own savepoint, all answered after their commit); a refusal is that operation's
     answer and does not stop the ones after it, except that a task's messages stop at the first
     that failed for the moment (`Halts`). Answers `{"status", "body"}` each."""
     plane.check_serving()  # a plane that lost the hold refuses the whole batch, not each part
@@ -190,8 +190,8 @@ async def claim_several(
     most: int,
     structure: str,
 ) -> Reply:
-    """`POST /tasks/claim` with `max` (spec 75 §1): `{"grants": [...]}`, or `204`; tasks of
-    `structure` only (spec 90 §4)."""
+    """`POST /tasks/claim` with `max`: `{"grants": [...]}`, or `204`; tasks of
+    `structure` only."""
     if not states and request_id is None:
         plane.check_serving()
         return 204, None
@@ -252,7 +252,7 @@ def message_operation(plane: Plane, actor: str | None, message: bodies.Message) 
 
 
 async def messages_reply(plane: Plane, actor: str | None, body: dict[str, Any]) -> Reply:
-    """Several reports, notes and memory writes, applied in order (spec 75 §2)."""
+    """Several reports, notes and memory writes, applied in order."""
     _supervisor, messages = bodies.messages_args(body)
     operations = [message_operation(plane, actor, message) for message in messages]
     started = tracing.now()
@@ -261,7 +261,7 @@ async def messages_reply(plane: Plane, actor: str | None, body: dict[str, Any]) 
     for message, answered in zip(messages, answers, strict=True):
         if message.type == "report" and answered["status"] == 200:
             plane.metrics.reports.inc()
-            if tracing.on():  # spec 97 §2
+            if tracing.on():
                 body = message.body
                 await tracing.reported(plane, started, message.task, body, answered["body"])
     return 200, {"answers": answers}
@@ -269,7 +269,7 @@ async def messages_reply(plane: Plane, actor: str | None, body: dict[str, Any]) 
 
 @post("/tasks/messages", status_code=200)
 async def send_messages(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """Several reports, notes and memory writes, applied in order (spec 75 §2)."""
+    """Several reports, notes and memory writes, applied in order."""
     body = await read_body(request)
     return reply(await messages_reply(plane_of(request), actor_of(request), body))
 
@@ -281,7 +281,7 @@ def start_operation(
     plane: Plane, actor: str | None, item: dict[str, Any], trace: str | None = None
 ) -> Operation:
     """One start as the operation of `POST /tokens`: `201` new, `200` existing; a new token
-    keeps `trace` (a `traceparent`, spec 97 §2) when given."""
+    keeps `trace` (a W3C `traceparent`) when given."""
     clock, config = plane.clock, plane.config
 
     def build() -> Callable[[Connection], Reply]:
@@ -305,14 +305,14 @@ async def token_named_batch(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 @post("/tokens/batch", status_code=200)
 async def start_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """Start up to 1000 tokens, each as `POST /tokens` would (spec 75 §3)."""
+    """Start up to 1000 tokens, each as `POST /tokens` would."""
     body = await read_body(request)
     items = bodies.starts_args(body)
-    if "by" in body:  # one `by` for each start that names none (spec 80 §1)
+    if "by" in body:  # one `by` for each start that names none
         by_of(request, body)  # a malformed one refuses the whole batch, before any start
         items = [item if "by" in item else {**item, "by": body["by"]} for item in items]
     plane, actor = plane_of(request), actor_of(request)
-    traces = tracing.begin_starts(len(items))  # spec 97 §2: a trace each, when serve traces
+    traces = tracing.begin_starts(len(items))  # a trace each, when serve traces
     if starts_in_bulk(plane.config.body(None)):
         answers = await starts_in_parts(plane, actor, items, traces)
     else:
@@ -336,7 +336,7 @@ async def starts_in_parts(
     traces: Sequence[tracing.Starting | None] | None = None,
 ) -> list[dict[str, Any]]:
     """The starts in parts of `STARTS_MOST`, each one operation of `start_many` queued after
-    the one before committed; the answers in order. `traces`: each start's (spec 97 §2)."""
+    the one before committed; the answers in order. `traces`: each start's."""
     answers: list[dict[str, Any]] = []
     for first in range(0, len(items), STARTS_MOST):
         part = slice(first, first + STARTS_MOST)

@@ -1,5 +1,6 @@
-"""Parsing request bodies (strict JSON, at most 64 levels) and arguments, with the refusals of
-spec 20 §1; the body's size is checked before, at the edge (stateous.control.api.edge)."""
+"""Parsing request bodies (strict JSON, at most 64 levels) and arguments, with their refusals
+(`400 bad_request`, `422 invalid_body`, `422 invalid_argument`); the body's size is checked
+before, at the edge (stateous.control.api.edge)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ MAX_DEPTH = 64
 MAX_ID = 2**63 - 1
 REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 DIGITS = re.compile(r"[0-9]+")
-#: The ways an operator's act can come (spec 80 §1).
+#: The ways an operator's act can come.
 VIAS = ("cli", "console", "client", "api")
 BY_PARTS = ("actor", "reason", "via")
 #: A checksum or a structure: `sha256:` and 64 lower-case hex digits.
@@ -115,7 +116,7 @@ def claim_args(body: Mapping[str, Any]) -> tuple[str, list[str], str | None]:
 
 
 def claim_structure(body: Mapping[str, Any], versions: Versions) -> str:
-    """The structure whose tasks a claim is granted (spec 90 §4): its `checksum`'s, else the
+    """The structure whose tasks a claim is granted: its `checksum`'s, else the
     current one; a checksum never served is `invalid_argument`."""
     checksum = body.get("checksum")
     if checksum is None:
@@ -241,7 +242,7 @@ def listing_args(
 
 
 def listing_more(query: Mapping[str, str | None]) -> dict[str, str]:
-    """`state` and `prefix` of `GET /tokens` (spec 95 §1), as given."""
+    """`state` and `prefix` of `GET /tokens`, as given."""
     more: dict[str, str] = {}
     state, prefix = query.get("state"), query.get("prefix")
     if state is not None:
@@ -256,7 +257,7 @@ def listing_more(query: Mapping[str, str | None]) -> dict[str, str]:
 
 
 def context_args(params: Iterable[tuple[str, str]]) -> dict[str, Any]:
-    """Each `context.KEY=JSON` of `GET /tokens` (spec 95 §1) as KEY → the value; a value that
+    """Each `context.KEY=JSON` of `GET /tokens` as KEY → the value; a value that
     is not JSON is `422 invalid_argument` naming it."""
     wanted: dict[str, Any] = {}
     for name, text in params:
@@ -280,7 +281,7 @@ def _not_json(name: str) -> Any:
 
 
 def by_arg(body: Mapping[str, Any], actor: str | None = None) -> dict[str, Any] | None:
-    """The optional `by` of an operator's act (spec 80 §1) as its ledger rows carry it.
+    """The optional `by` of an operator's act as its ledger rows carry it.
 
     Answers `{"actor", "reason"?, "via"?}` (reason only when not empty), or None when the body has
     none and no named token (`actor`) authenticated the request; a named token's name is the
@@ -313,7 +314,7 @@ def by_arg(body: Mapping[str, Any], actor: str | None = None) -> dict[str, Any] 
     return found
 
 
-# --- batches (spec 75) --------------------------------------------------------------------------
+# --- batches --------------------------------------------------------------------------
 
 MAX_GRANTS = 64
 MAX_MESSAGES = 100

@@ -1,4 +1,4 @@
-"""The routes of spec 80 §1-2: `GET /audit` and bulk jobs (`POST /bulk`, `GET /bulk`,
+"""The operator routes: `GET /audit` and bulk jobs (`POST /bulk`, `GET /bulk`,
 `GET /bulk/{job}`, `POST /bulk/{job}/stop`)."""
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def job_segment(segment: str) -> int:
 
 @get("/audit")
 async def get_audit(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """The operators' acts, newest first, across all tokens (spec 80 §1); `after=CURSOR` the
+    """The operators' acts, newest first, across all tokens; `after=CURSOR` the
     next page (its `Link` header)."""
     names = ("actor", "token", "since", "limit")
     filters = audit_query({name: request.query_params.get(name) for name in names})
@@ -146,4 +146,4 @@ async def stop_bulk(request: Request[Any, Any, Any], job: FromPath[str]) -> Resp
 
 
 ROUTES = [get_audit, create_bulk, list_bulk, get_bulk, stop_bulk]
-"""The routes of spec 80 §1-2, registered by `create_app`."""
+"""The audit and bulk routes, registered by `create_app`."""

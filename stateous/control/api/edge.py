@@ -47,7 +47,7 @@ __all__ = [
 
 log = logging.getLogger("stateous.api")
 
-#: The most a request's body may hold (spec 20 §1.1), and the sentence of its `413` (§1.7).
+#: The most a request's body may hold, and the sentence of its `413`.
 MAX_BODY = 1_048_576
 TOO_LARGE = "the body is larger than 1 MiB, the most this API reads"
 
@@ -61,7 +61,7 @@ _PREFIX = "bearer "
 REFUSAL = "stateous.refusal"
 
 
-# --- the refusal envelope (spec 20 §1.7) --------------------------------------------------------
+# --- the refusal envelope --------------------------------------------------------
 
 
 def json_bytes(value: Any) -> bytes:
@@ -139,7 +139,7 @@ async def read_body(content_length: str, receive: Receive) -> bytes:
     return b"".join(chunks)
 
 
-# --- authentication (spec 70 §5, 80 §1, 97 §3) ----------------------------------------------------
+# --- authentication ----------------------------------------------------
 
 
 def check_bearer(request: Request[Any, Any, Any], tokens: Mapping[str, Grant]) -> Grant | None:
@@ -149,8 +149,8 @@ def check_bearer(request: Request[Any, Any, Any], tokens: Mapping[str, Grant]) -
 
 def check_header(path: str, header: str, tokens: Mapping[str, Grant]) -> Grant | None:
     """Refuse `401 unauthorized` unless the `Authorization` header carries one of `tokens` (none:
-    nothing to check; `GET /health` is never checked); answer that token's grant: its name (spec
-    80 §1: the actor of what the request does) and its role (spec 97 §3), or None."""
+    nothing to check; `GET /health` is never checked); answer that token's grant: its name (the
+    actor of what the request does) and its role, or None."""
     if not tokens or path == "/health":
         return None
     grant = grant_of(header, tokens)
@@ -174,7 +174,7 @@ def grant_of(header: str, tokens: Mapping[str, Grant]) -> Grant | None:
     return matched[0] if matched else None
 
 
-# --- the count of requests (spec 70 §3) ---------------------------------------------------------
+# --- the count of requests ---------------------------------------------------------
 
 
 def count(plane: Plane, scope: Scope, route: str, status: int, started: float) -> None:

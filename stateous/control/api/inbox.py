@@ -1,4 +1,4 @@
-"""The inbox of spec 80 §6: `GET /inbox?state=&limit=`, the tokens waiting for a person."""
+"""The inbox: `GET /inbox?state=&limit=`, the tokens waiting for a person."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def outside_events(graph: Graph, workflow: str | None, state: str) -> list[dict[
 
 
 def waiting_wire(graph: Graph, found: Waiting) -> dict[str, Any]:
-    """One entry of the inbox; `graph` is the token's own version's (spec 90 §3)."""
+    """One entry of the inbox; `graph` is the token's own version's."""
     entry = {
         "task": found.task,
         "token": found.token,
@@ -67,4 +67,4 @@ async def inbox(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 
 ROUTES = [inbox]
-"""The route of spec 80 §6, registered by `create_app`."""
+"""The inbox's route, registered by `create_app`."""

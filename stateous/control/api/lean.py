@@ -1,4 +1,4 @@
-"""The hot routes, answered in front of Litestar (spec 75 §5).
+"""The hot routes, answered in front of Litestar.
 
 A token's life is mostly four routes: `POST /tokens`, `POST /tasks/claim`, `POST
 /tasks/messages` and `POST /tasks/{task}/report`. Through Litestar each cost about 0.3 ms of
@@ -6,7 +6,7 @@ CPU before and after the engine's own work (its router, a `Request`, the middlew
 `Response`), a fifth of `serve`'s CPU per token. Here those four are recognised by method and
 path, and answered by the same route functions (`start_reply`, `claim_reply`,
 `messages_reply`, `report_reply`) with the same checks in the same order: the bearer token
-and its role (spec 97 §3), the body's size and JSON, then the route's own. Every other request
+and its role, the body's size and JSON, then the route's own. Every other request
 goes to Litestar unchanged, and so does a report path whose task segment is not digits (its `404`).
 
 What a client sees is what Litestar answers, because the edge of both is one module
@@ -47,7 +47,7 @@ Handler = Callable[[Plane, str | None, int, Scope, Receive, dict[str, Any]], Awa
 def _start(
     plane: Plane, actor: str | None, _task: int, scope: Scope, _r: Receive, body: dict[str, Any]
 ) -> Any:
-    # A `traceparent` header is the trace the new token keeps (spec 97 §2).
+    # A `traceparent` header is the trace the new token keeps.
     traceparent = _header(scope, b"traceparent") or None
     return routes.start_reply(plane, actor, body, traceparent)
 
@@ -113,7 +113,7 @@ class LeanRoutes:
             outside = roles.check_route(grant, "POST", template)
             raw = await edge.read_body(_header(scope, b"content-length"), receive)
             body = bodies.parse_body(raw)
-            if outside and grant is not None:  # an `operate` token's report (spec 97 §3)
+            if outside and grant is not None:  # an `operate` token's report
                 await roles.check_report(self.plane, grant, task, body)
             actor = None if grant is None else grant.name
             status, value = await handler(self.plane, actor, task, scope, receive, body)

@@ -1,6 +1,6 @@
-"""Long-poll claims (spec 70 §2): the `wait` field of `POST /tasks/claim` and the waiting loop.
+"""Long-poll claims: the `wait` field of `POST /tasks/claim` and the waiting loop.
 
-Each try is the ordinary claim of spec 30 §3.3, one short transaction; between tries the request
+Each try is the ordinary claim, one short transaction; between tries the request
 sleeps on `Wakeups` with no transaction, connection or lock held, and leaves its claim there for
 a lane to run in the next transaction that may queue a task (the hand-off).
 """
@@ -47,7 +47,7 @@ async def claim_waiting[T](
     `attempt` runs one claim transaction (None: no task). `gone` resolves when the caller hung
     up: the wait then ends with nothing, so no task is granted to a closed connection.
     `states`: the claim's states (`<state>` or `<workflow>/<state>`); a notification from
-    another control plane about another state does not wake it (spec 85 §2). `park`: the
+    another control plane about another state does not wake it. `park`: the
     claim's work, which a lane may run while the claim sleeps, in a transaction that may queue
     a task (the hand-off, stateous.control.wakeups).
     """

@@ -1,4 +1,4 @@
-"""`GET /metrics` (spec 70 §3); each request is counted by stateous.control.api.edge."""
+"""`GET /metrics`; each request is counted by stateous.control.api.edge."""
 
 from __future__ import annotations
 

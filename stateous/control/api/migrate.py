@@ -1,4 +1,4 @@
-"""The route of spec 90 §5: `POST /tokens/{id}/migrate` moves a live or failed top token to
+"""The migrate route: `POST /tokens/{id}/migrate` moves a live or failed top token to
 another version (`{"to"?, "states"?, "context"?, "by"?}`, the `Idempotency-Key` header) and
 answers the token after the act."""
 
@@ -50,4 +50,4 @@ async def migrate_token(
 
 
 ROUTES = [migrate_token]
-"""The route of spec 90 §5, registered by `create_app`."""
+"""The migrate route, registered by `create_app`."""

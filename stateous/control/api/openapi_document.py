@@ -2,7 +2,7 @@
 `document(app)`, which completes Litestar's generated document with them.
 
 Litestar's generator lists every route with its path parameters; the handlers read raw bodies
-(spec 20 §1.1 decides what a body is, not a framework), so the generator cannot see the bodies
+(the API's own rules decide what a body is, not a framework), so the generator cannot see the bodies
 and answers. This module is imported when the document is first asked for
 (stateous.control.api.openapi): building its models costs every start-up a thirtieth of a second
 that a control plane nobody asks for its schema never needs.
@@ -601,8 +601,8 @@ ROUTES: dict[tuple[str, str], tuple[type[BaseModel] | None, dict[int, Answer]]] 
     ("delete", "/schedules/{name}"): (SteerBody, {200: CronSchedule}),
 }
 
-#: The refusal statuses of spec 20 §1.7 (401 of spec 70 §5, 403 of spec 97 §3), each with the
-#: envelope.
+#: The refusal statuses (401 with a bearer token required, 403 for a role that may not),
+#: each with the envelope.
 REFUSALS = {
     400: "Not JSON, NaN/Infinity, too deep (`bad_request`)",
     401: "No or a wrong bearer token, when authentication is on (`unauthorized`)",
@@ -694,7 +694,7 @@ def _responses(answers: dict[int, Answer]) -> Json:
 
 def _operation(method: str, path: str, op: Operation) -> None:
     body, answers = ROUTES[(method, path)]
-    # The spec objects hold plain dicts here: Litestar's to_schema() passes dicts through.
+    # The OpenAPI objects hold plain dicts here: Litestar's to_schema() passes dicts through.
     responses = _responses(answers)
     if method == "get" and path in PAGED:  # issue 32: the link to the next page
         responses["200"]["headers"] = {"Link": LINK}
@@ -708,7 +708,7 @@ def _operation(method: str, path: str, op: Operation) -> None:
         key = {"name": "Idempotency-Key", "in": "header", "required": False,
                "schema": {"type": "string", "minLength": 1, "maxLength": 256}}  # fmt: skip
         op.parameters = [*(op.parameters or []), cast(Any, key)]
-    if (method, path) == ("post", "/tokens"):  # spec 97 §2
+    if (method, path) == ("post", "/tokens"):
         parent = {"name": "traceparent", "in": "header", "required": False,
                   "schema": {"type": "string"},
                   "description": "W3C Trace Context: the trace the new token keeps."}  # fmt: skip

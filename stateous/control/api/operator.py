@@ -1,6 +1,6 @@
-"""The operators' read routes of spec 70 §1: tasks, a token's tasks, timers, memory, stats.
+"""The operators' read routes: tasks, a token's tasks, timers, memory, stats.
 
-Each route reads in one transaction and writes nothing; refusals are those of spec 20
+Each route reads in one transaction and writes nothing; refusals are the usual ones
 (`422 invalid_argument` for a bad query, `404 token_not_found` for an unknown token).
 """
 
@@ -135,7 +135,7 @@ def history_after(conn: Connection, token_id: str, after: int) -> list[dict[str,
 
 def graph_states(request: Request[Any, Any, Any]) -> list[str]:
     """Every state of the current graph in order: the main workflow's, then `<child>/<state>`;
-    then those only older versions have (spec 90), in the same order."""
+    then those only older versions have, in the same order."""
     versions = plane_of(request).config.versions
     names: dict[str, None] = {}
     for graph in versions.graphs():
@@ -147,7 +147,7 @@ def graph_states(request: Request[Any, Any, Any]) -> list[str]:
 
 
 def stats_wire(found: Stats, versions: list[dict[str, Any]]) -> dict[str, Any]:
-    """The answer of `GET /stats`, with the versions of `GET /workflow/versions` (spec 90 §3)."""
+    """The answer of `GET /stats`, with the versions of `GET /workflow/versions`."""
     return {
         "tokens": found.tokens,
         "states": found.states,
@@ -203,7 +203,7 @@ async def get_token_memory(
 
 @get("/stats")
 async def get_stats(request: Request[Any, Any, Any]) -> Response[bytes]:
-    """Tokens by status, and tokens, tasks and live supervisors (spec 80 §5) by state."""
+    """Tokens by status, and tokens, tasks and live supervisors by state."""
     plane = plane_of(request)
     states, now, current = graph_states(request), plane.clock.now, plane.config.graph.checksum
 

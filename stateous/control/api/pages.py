@@ -80,7 +80,7 @@ def moment(text: str) -> datetime | None:
 
 
 def wire_time(text: str) -> datetime:
-    """A time as the wire writes it (`…Z`, spec 20 §1.1), naive UTC as the store keeps it."""
+    """A time as the wire writes it (`…Z`), naive UTC as the store keeps it."""
     return datetime.fromisoformat(text.removesuffix("Z"))
 
 

@@ -1,4 +1,4 @@
-"""`GET /control-planes` (spec 85 §1): the live control planes on this database."""
+"""`GET /control-planes`: the live control planes on this database."""
 
 from __future__ import annotations
 

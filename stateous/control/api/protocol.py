@@ -1,8 +1,9 @@
 """uvicorn's HTTP protocol with three changes: the refusal envelope for requests that are not HTTP
 at all, an answer's writes joined into one `send`, and a lingering close.
 
-The parser refuses a request that is not HTTP before the application sees it; spec 20 §1.7 still
-wants a JSON refusal, and a `Content-Length` of more than 18 digits answered as too large (413).
+The parser refuses a request that is not HTTP before the application sees it; it still gets
+the JSON refusal envelope, and a `Content-Length` of more than 18 digits is answered as too
+large (413).
 
 A lingering close: when the server closes a connection while the client may still be sending
 its request's body (a `413` to a client that asked for `Connection: close`, or a request the

@@ -1,4 +1,4 @@
-"""The repair routes of spec 80 §3-4: retry a failed token, move a token, and why it is not moving.
+"""The repair routes: retry a failed token, move a token, and why it is not moving.
 
 `POST /tokens/{id}/retry` (body: optional `by`), `POST /tokens/{id}/move` (`{"to", "context"?,
 "by"?}`) answer the token after the act; `GET /tokens/{id}/why` answers the findings.

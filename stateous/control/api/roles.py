@@ -1,10 +1,10 @@
-"""Which role may call which route (spec 97 §3): the one table, keyed by method and Litestar's
+"""Which role may call which route: the one table, keyed by method and Litestar's
 route template, and the `403 forbidden` of a request outside its role.
 
 Both edges ask here: Litestar's `before_request` (stateous.control.api.app) and the fast path
 (stateous.control.api.lean), after the bearer token and before anything is read or written. A
 report on a task is the one route that a role may call only in part: `operate` may make a report
-from outside (no `supervisor` in the body, spec 80 §1) on a `waiting` task, so that route's check
+from outside (no `supervisor` in the body) on a `waiting` task, so that route's check
 ends after its body is read (`check_report`).
 """
 
@@ -37,7 +37,7 @@ __all__ = [
 
 
 class Need(Enum):
-    """What a route does, as the roles of spec 97 §3 list it."""
+    """What a route does, as the roles of the token file list it."""
 
     READ = "read"  # a GET: read, operate, admin
     WORKFLOW = "workflow"  # a GET a supervisor needs too: every role
@@ -52,7 +52,7 @@ class Need(Enum):
 #: a line here is closed to the narrower roles rather than open to them
 #: (tests/unit/control/test_roles.py holds every route of the app to a line here).
 ROUTES: dict[tuple[str, str], Need] = {
-    # reads (spec 20, 70 §1, 75, 80, 85, 90, 95)
+    # reads
     ("GET", "/tokens"): Need.READ,
     ("GET", "/tokens/{token_id}"): Need.READ,
     ("GET", "/tokens/{token_id}/history"): Need.READ,
@@ -76,7 +76,7 @@ ROUTES: dict[tuple[str, str], Need] = {
     ("GET", "/schema"): Need.READ,
     ("GET", "/schema/openapi.json"): Need.READ,
     ("GET", "/schema/{path}"): Need.READ,
-    # the reads a supervisor makes at start-up (spec 90 §3, 85)
+    # the reads a supervisor makes at start-up
     ("GET", "/workflow"): Need.WORKFLOW,
     ("GET", "/workflow/versions"): Need.WORKFLOW,
     ("GET", "/health"): Need.WORKFLOW,
@@ -166,7 +166,7 @@ def check_route(grant: Grant | None, method: str, template: str) -> bool:
 
 async def check_report(plane: Plane, grant: Grant, task: int, body: Mapping[str, Any]) -> None:
     """The rest of `check_route` for an `operate` token's report on `task`: it is made from
-    outside (no `supervisor`, spec 80 §1) on a `waiting` task, else `403 forbidden`.
+    outside (no `supervisor`) on a `waiting` task, else `403 forbidden`.
 
     An unknown task passes, so that the report answers `404 task_not_found` as for any caller.
     The task is read just before the report's own transaction; a task that stops waiting in
@@ -196,7 +196,7 @@ async def admit(request: Request[Any, Any, Any], grant: Grant | None) -> None:
 
 
 def access_of(request: Request[Any, Any, Any]) -> Role | None:
-    """The role of the token a request carries, for `GET /health`'s `access` (spec 97 §3): what
+    """The role of the token a request carries, for `GET /health`'s `access`: what
     the console may do. None without authentication or without a valid token."""
     grants: Mapping[str, Grant] = request.app.state.auth_grants
     if not grants:

@@ -1,4 +1,4 @@
-"""The supervisors' beat and the registry of spec 80 §5: `POST /supervisors/beat`,
+"""The supervisors' beat and the supervisor registry: `POST /supervisors/beat`,
 `GET /supervisors`, and the live supervisors per state that `GET /stats` adds."""
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def _running(body: Mapping[str, Any]) -> list[int]:
 
 
 def _checksum(body: Mapping[str, Any]) -> str | None:
-    """The version the supervisor serves (spec 90 §4): optional, a supervisor of before versions
+    """The version the supervisor serves: optional, a supervisor of before versions
     names none. Its shape only: a checksum never served simply matches no token's version."""
     value = body.get("checksum")
     if value is None:
@@ -112,7 +112,7 @@ def beat_args(body: Mapping[str, Any]) -> Beat:
 
 def supervisor_wire(found: Supervisor) -> dict[str, Any]:
     """One entry of `GET /supervisors`: the beat's fields, `seen_at`, `status` and `checksum`
-    (spec 90 §4; null for a supervisor whose beat names none)."""
+    (the version it serves; null for a supervisor whose beat names none)."""
     return {
         "supervisor": found.supervisor,
         "host": found.host,
@@ -170,4 +170,4 @@ async def list_supervisors(request: Request[Any, Any, Any]) -> Response[bytes]:
 
 
 ROUTES = [supervisor_beat, list_supervisors]
-"""The routes of spec 80 §5, registered by `create_app`."""
+"""The supervisor registry's routes, registered by `create_app`."""

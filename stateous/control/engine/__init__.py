@@ -1,1 +1,1 @@
-"""The engine: one module per internal workflow of spec 30."""
+"""The engine: one module per internal workflow (start, fire, claim, report, ...)."""

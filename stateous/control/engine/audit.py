@@ -1,4 +1,4 @@
-"""Who did it (spec 80 §1): mark the ledger row that records an operator's act with `by`."""
+"""Who did it: mark the ledger row that records an operator's act with `by`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""Bulk jobs (spec 80 §2): `POST /bulk` freezes the matches; the holder applies them one by one.
+"""Bulk jobs: `POST /bulk` freezes the matches; the holder applies them one by one.
 
 A job acts on each frozen token as its own ordinary operation (pause, resume, cancel, fire,
 retry or migrate, with `by.bulk`), in the same transaction that marks the match done or skipped,
 so a job never applies twice to a token, across a restart or a takeover too.
 
-A `migrate` job (spec 90 §5) keeps its `{"to", "states", "context"}` in the job's `payload`
+A `migrate` job keeps its `{"to", "states", "context"}` in the job's `payload`
 column (a fire's payload is the only other use of it), `to` resolved when the job is made, so
 a job goes on to the same version after the current one changed. Its dry run checks every
 matched token against the live data with the route's own checks (`migrate_problem`).
@@ -347,7 +347,7 @@ def wire(
         "created_at": iso(job.created_at),
         "finished_at": iso(job.finished_at) if job.finished_at else None,
         "by": job.by,
-        # A migrate's `to`, `states` and `context` (spec 90 §5), kept in the payload column.
+        # A migrate's `to`, `states` and `context`, kept in the payload column.
         **((job.payload or {}) if job.action == "migrate" else {}),
     }
 

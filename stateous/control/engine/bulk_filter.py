@@ -1,4 +1,4 @@
-"""The selection of a bulk job (spec 80 §2): a body's filter checked into a `Filter`.
+"""The selection of a bulk job: a body's filter checked into a `Filter`.
 
 Every part is optional and all must hold; only top tokens are ever selected. A bad part is
 `422 invalid_body` with a sentence that names it.

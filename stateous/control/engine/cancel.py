@@ -1,4 +1,4 @@
-"""Cancel (spec 30 §3.13): `POST /tokens/{id}/cancel`."""
+"""Cancel: `POST /tokens/{id}/cancel`."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def cancel(
     by: Mapping[str, Any] | None = None,
 ) -> TokenRecord:
     """Cancel a live top token and its family; with `by`, the top token's `cancelled` row
-    carries it (spec 80 §1)."""
+    carries it."""
     tx = Tx.open(conn, clock, config)
     rule = "only an active or paused token can be cancelled"
     token = steered_token(tx, token_id, "cancelled", ("active", "paused"), rule)

@@ -1,4 +1,4 @@
-"""Checks shared by the task routes: the task, the attempt rule, held (spec 20 §1.6.1)."""
+"""Checks shared by the task routes: the task, the attempt rule, held."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Parallel states' children: their ids and contexts, whether they can start (spec 30 §3.14), and
-the join's branch entries (§3.15). The moves that start, cancel and join them are in `moves`."""
+"""Parallel states' children: their ids and contexts, whether they can start, and
+the join's branch entries. The moves that start, cancel and join them are in `moves`."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def current_children(tx: Tx, parent: TokenRecord, spec: StateSpec) -> list[Token
 
 
 def branch_entry(tx: Tx, child: TokenRecord) -> dict[str, Any]:
-    """One entry of the `joined` payload (spec 30 §2.14)."""
+    """One entry of the `joined` payload."""
     rows = tx.ledger(child.token, ("event_accepted", "entered"))
     last_entered = max((r.seq for r in rows if r.kind == "entered"), default=0)
     accepted = [r for r in rows if r.kind == "event_accepted" and r.seq < last_entered]

@@ -1,4 +1,4 @@
-"""The guards' choice of one transition (spec 30 §2.2) and the context model's check (§2.1).
+"""The guards' choice of one transition and the context model's check.
 
 Below the children's checks and Decide, which both use them.
 """

@@ -1,4 +1,4 @@
-"""Claim tasks (spec 30 §3.3, spec 75 §1): `POST /tasks/claim`, with or without `max`."""
+"""Claim tasks: `POST /tasks/claim`, with or without `max`."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from stateous.model.wire import GrantWire
 
 CANDIDATES = 20
 MAX_GRANTS = 64
-"""The most tasks one claim may ask for with `max` (spec 75 §1)."""
+"""The most tasks one claim may ask for with `max`."""
 
 # A claimed task, its token, and its grant's facts (the entering event, whether it has memory).
 Taken = tuple[TaskRecord, TokenRecord, tuple[str, bool]]
@@ -50,7 +50,7 @@ def claim(
     structure: str | None = None,
 ) -> GrantWire | None:
     """Claim the oldest queued task of the served states, or repeat a lost answer; None: `204`.
-    Only tasks of tokens on `structure` (None: the current one) are granted (spec 90 §4)."""
+    Only tasks of tokens on `structure` (None: the current one) are granted."""
     if not states and request is None:
         return None
     tx = Tx.open(conn, clock, config)
@@ -76,7 +76,7 @@ def claim_many(
     most: int,
     structure: str | None = None,
 ) -> list[GrantWire]:
-    """Claim up to `most` of the oldest queued tasks in one operation (spec 75 §1), or repeat
+    """Claim up to `most` of the oldest queued tasks in one operation, or repeat
     the last claim's grants that this supervisor still holds; an empty list: `204`."""
     if not states and request is None:
         return []
@@ -125,7 +125,7 @@ def _repeat_all(tx: Tx, supervisor: str, request: str, row: ClaimRecord) -> list
     """Every grant of the last claim still held on its attempt, renewed, in the first order.
 
     Empty when the request id is another, or nothing of that claim is still held: then this is
-    a new claim, as spec 20 §1.6 says for a single claim.
+    a new claim, as for a single claim.
     """
     if row.request != request or row.task_id is None or row.attempt is None:
         return []

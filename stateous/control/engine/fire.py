@@ -1,4 +1,4 @@
-"""Fire an event from outside (spec 30 §3.2): `POST /tokens/{id}/events/{event}`."""
+"""Fire an event from outside: `POST /tokens/{id}/events/{event}`."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def fire(
 ) -> Fired:
     """Fire `event` at a token; a recorded refusal is committed, then raised.
 
-    With `by` (spec 80 §1), the `event_accepted` or `event_deferred` row carries it."""
+    With `by`, the `event_accepted` or `event_deferred` row carries it."""
     check_fire_input(payload, key)
     tx = Tx.open(conn, clock, config)
     token = tx.lock_token(token_id)

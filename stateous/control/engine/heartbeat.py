@@ -1,4 +1,4 @@
-"""Heartbeat (spec 30 §3.4): `POST /tasks/heartbeat` renews leases in one statement."""
+"""Heartbeat: `POST /tasks/heartbeat` renews leases in one statement."""
 
 from __future__ import annotations
 

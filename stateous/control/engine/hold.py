@@ -1,4 +1,4 @@
-"""Hold an event that arrives at a paused token (spec 30 §2.4)."""
+"""Hold an event that arrives at a paused token."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Lease expiry (spec 30 §3.9): a claimed task whose lease ended counts as a failed attempt."""
+"""Lease expiry: a claimed task whose lease ended counts as a failed attempt."""
 
 from __future__ import annotations
 

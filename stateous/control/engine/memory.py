@@ -1,4 +1,4 @@
-"""Memory write (spec 30 §3.7): `PUT /tasks/{id}/memory`."""
+"""Memory write: `PUT /tasks/{id}/memory`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Move a live or failed top token to another version (spec 90 §5): `POST /tokens/{id}/migrate`.
+"""Move a live or failed top token to another version: `POST /tokens/{id}/migrate`.
 
-Every check runs before anything is written, in the spec's order (the first that fails
+Every check runs before anything is written, in this order (the first that fails
 answers): `child_token`, `token_not_active`, `token_in_parallel`, `version_not_found`,
 `same_version`, `unknown_state`, `invalid_context`. `migrate_problem` runs them and writes
 nothing, so a bulk dry run checks the live data exactly as the route does.
@@ -110,7 +110,7 @@ def migrate_problem(
 
 
 def plan(tx: Tx, token: TokenRecord, to: Any, states: Any, context: Any) -> Plan:
-    """Check a migration in the spec's order and answer what it writes; raise the first
+    """Check a migration in the module's order and answer what it writes; raise the first
     refusal."""
     _check_token(tx, token)
     versions = tx.config.versions

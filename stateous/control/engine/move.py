@@ -1,4 +1,4 @@
-"""Move a token by hand (spec 80 §3): `POST /tokens/{id}/move`.
+"""Move a token by hand: `POST /tokens/{id}/move`.
 
 The operator's override: the current visit is left as a cancel leaves it (open tasks
 `task_cancelled`, pending timers cancelled, live children cancelled with `the parent was moved`),

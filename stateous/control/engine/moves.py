@@ -1,5 +1,5 @@
-"""The shared procedures that move a token (spec 30 §2.5-2.13), with a parallel state's children
-(§3.14) and the join (§3.15), which routes the parent (§2.3).
+"""The shared procedures that move a token, with a parallel state's children
+and the join, which routes the parent.
 
 Each runs inside the caller's transaction and answers the token as it is afterwards.
 """
@@ -59,7 +59,7 @@ def create_token(
     transition: TransitionSpec,
     parent: str | None = None,
 ) -> TokenRecord:
-    """Start steps 3-6 (spec 30 §3.1): `started`, the row at START, `__started__`, the entry."""
+    """Create a token: `started`, the row at START, `__started__`, the entry."""
     write_started(tx, token_id, context, parent)
     token = TokenRecord(
         token=token_id, state=START, status="active", visit=0, context=context,
@@ -121,7 +121,7 @@ def enter(
     state: str,
     queued: tuple[int, int] | None = None,
 ) -> TokenRecord:
-    """Enter a state (§2.7): `entered`, then a task, a timeout, or the children. `queued`:
+    """Enter a state: `entered`, then a task, a timeout, or the children. `queued`:
     the task and visit of this entry, queued already by `leave`."""
     spec = body.states[state]
     task = None
@@ -151,7 +151,7 @@ def leave(
     child_reason: str,
     enters: str | None = None,
 ) -> tuple[int, int] | None:
-    """Leave the current state (§2.6): close open tasks, cancel timers and live children.
+    """Leave the current state: close open tasks, cancel timers and live children.
 
     `enters`: the state entered next. When it queues a task and the state left has no
     children, that task is queued by the same statement (see `enter`'s `queued`), answered as
@@ -179,7 +179,7 @@ def leave(
 def apply_outcome(
     tx: Tx, token: TokenRecord, routing: Routing | None, schedules: Sequence[Schedule]
 ) -> TokenRecord:
-    """Save context writes and `into=` (`context_changed`), then set each schedule (§2.9)."""
+    """Save context writes and `into=` (`context_changed`), then set each schedule."""
     if routing is not None and routing.keys:
         tx.update_token(token.token, context=routing.context)
         token = replace(token, context=routing.context)
@@ -203,7 +203,7 @@ def take(
     routing: Routing | None = None,
     schedules: Sequence[Schedule] = (),
 ) -> TokenRecord:
-    """Take a transition (§2.5): changes, `event_accepted`, the leave, the entry or the end."""
+    """Take a transition: changes, `event_accepted`, the leave, the entry or the end."""
     token = apply_outcome(tx, token, routing, schedules)
     state = token.state
     tx.write(
@@ -217,7 +217,7 @@ def take(
 
 
 def end_token(tx: Tx, token: TokenRecord, status: str, data: dict[str, Any]) -> TokenRecord:
-    """End a token (§2.12): status, its row, memory deleted, then the parent's join."""
+    """End a token: status, its row, memory deleted, then the parent's join."""
     tx.update_token(token.token, status=status)
     token = replace(token, status=status)
     tx.write(token.token, status, data)
@@ -228,7 +228,7 @@ def end_token(tx: Tx, token: TokenRecord, status: str, data: dict[str, Any]) -> 
 
 
 def fail_token(tx: Tx, body: WorkflowBody, token: TokenRecord, reason: str) -> TokenRecord:
-    """Fail a token (§2.11): leave with no event, then `failed {reason}`."""
+    """Fail a token: leave with no event, then `failed {reason}`."""
     leave(tx, body, token, None, f"the parent failed: {reason}")
     return end_token(tx, token, "failed", {"reason": reason})
 
@@ -236,7 +236,7 @@ def fail_token(tx: Tx, body: WorkflowBody, token: TokenRecord, reason: str) -> T
 def cancel_token(
     tx: Tx, body: WorkflowBody, token: TokenRecord, data: dict[str, Any]
 ) -> TokenRecord:
-    """Cancel a token inside a transaction (§2.13): drop held events, leave, `cancelled`."""
+    """Cancel a token inside a transaction: drop held events, leave, `cancelled`."""
     if token.status == "paused":
         for row in held_events(tx, token.token):
             reason = "the token was cancelled"

@@ -1,4 +1,4 @@
-"""Note (spec 30 §3.6): `POST /tasks/{id}/note`."""
+"""Note: `POST /tasks/{id}/note`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pause (spec 30 §3.11): `POST /tokens/{id}/pause`."""
+"""Pause: `POST /tokens/{id}/pause`."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def pause(
     by: Mapping[str, Any] | None = None,
 ) -> TokenRecord:
     """Pause a top token and each active member of its family, depth first; with `by`, the top
-    token's `paused` row carries it (spec 80 §1)."""
+    token's `paused` row carries it."""
     tx = Tx.open(conn, clock, config)
     token = steered_token(tx, token_id, "paused", ("active",), "only an active token can be paused")
     acting(tx, token.token, frozenset({"paused"}), by)

@@ -1,4 +1,4 @@
-"""Reading a shared transaction's reports ahead, on Postgres (spec 75 §4, §5).
+"""Reading a shared transaction's reports ahead, on Postgres.
 
 Each report takes its family lock and then reads its task, its token and the token's last seq:
 two statements, each a round trip on Postgres, which were a third of a token's statements. When

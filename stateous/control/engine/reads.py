@@ -45,7 +45,7 @@ def history(conn: Connection, token_id: str) -> list[HistoryEntryWire]:
 
 
 def versions_wire(conn: Connection, current: str) -> list[dict[str, Any]]:
-    """`GET /workflow/versions` (spec 90 §3): the versions on record, newest first; `live`
+    """`GET /workflow/versions`: the versions on record, newest first; `live`
     counts a structure's active and paused top tokens once, on the checksum its tokens run on:
     the current one for the current structure (after a roll-back too), else the newest."""
     live = live_by_structure(conn)

@@ -1,4 +1,4 @@
-"""The checks and pieces shared by an operator's retry and move of a top token (spec 80 §3)."""
+"""The checks and pieces shared by an operator's retry and move of a top token."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def repaired_token(tx: Tx, token_id: str, verb: str) -> TokenRecord:
 
 
 def by_data(data: dict[str, Any], by: Mapping[str, Any] | None) -> dict[str, Any]:
-    """`data` with `by` as its last key when given (spec 80 §1); without it, unchanged."""
+    """`data` with `by` as its last key when given; without it, unchanged."""
     if by is not None:
         data["by"] = dict(by)
     return data
@@ -42,7 +42,7 @@ def entry_problem(
 ) -> None:
     """`422 invalid_context` when a parallel `state` could not start its children now.
 
-    The same check as a start's (spec 30 §3.14, "Before entering"): the children of the next
+    The same check as a start's: the children of the next
     visit must all be able to start, or the token is not changed at all.
     """
     spec = body.states[state]

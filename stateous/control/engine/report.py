@@ -1,4 +1,4 @@
-"""Report an outcome (spec 30 §3.5): `POST /tasks/{id}/report`."""
+"""Report an outcome: `POST /tasks/{id}/report`."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ class Outcome:
     schedules: Sequence[Schedule] = field(default_factory=tuple)
     attempt: int | None = None
     supervisor: str | None = None
-    #: An outside report's operator (spec 80 §1); a supervisor's report has none.
+    #: An outside report's operator; a supervisor's report has none.
     by: dict[str, Any] | None = None
 
 
@@ -66,7 +66,7 @@ def report(
     else:
         token = _event(tx, body, token, task, outcome)
     tx.flush()
-    # The answer is built from what the report wrote (spec 75 §5): every change of the token
+    # The answer is built from what the report wrote: every change of the token
     # above returns its record updated alongside the row, so reading it back adds nothing.
     return token
 

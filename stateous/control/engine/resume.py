@@ -1,4 +1,4 @@
-"""Resume (spec 30 §3.12): `POST /tokens/{id}/resume` applies the held events in arrival order."""
+"""Resume: `POST /tokens/{id}/resume` applies the held events in arrival order."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def resume(
     by: Mapping[str, Any] | None = None,
 ) -> TokenRecord:
     """Resume each paused member, give timers back the paused time, then replay held events;
-    with `by`, the top token's `resumed` row carries it (spec 80 §1)."""
+    with `by`, the top token's `resumed` row carries it."""
     tx = Tx.open(conn, clock, config)
     token = steered_token(
         tx, token_id, "resumed", ("paused",), "only a paused token can be resumed"

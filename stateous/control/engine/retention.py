@@ -1,4 +1,4 @@
-"""Retention (spec 95 §2): the export of ended top tokens, their prune, and their import.
+"""Retention: the export of ended top tokens, their prune, and their import.
 
 An export entry is `{"token": <the token object>, "history": [<ledger entries>], "children":
 [<entries>]}`, the same shapes `GET /tokens/{id}` and `GET /tokens/{id}/history` answer, so an
@@ -36,7 +36,7 @@ DEFAULT_LIMIT = 100
 
 def entry_of(conn: Connection, token: TokenRecord) -> dict[str, Any]:
     """A token's export entry: the token, its history, its children's entries by id; and
-    `trace`, its `traceparent`, when it has one (spec 97 §2)."""
+    `trace`, its `traceparent`, when it has one."""
     entry: dict[str, Any] = {
         "token": token_wire(token),
         "history": [history_entry(row) for row in ledger_of(conn, token.token)],
@@ -133,7 +133,7 @@ class Family:
 
     tokens: list[TokenRecord]
     rows: list[dict[str, Any]]
-    #: (token, traceparent) of each token that had a trace (spec 97 §2).
+    #: (token, traceparent) of each token that had a trace.
     traces: list[tuple[str, str]] = field(default_factory=list)
 
     @property

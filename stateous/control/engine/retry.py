@@ -1,4 +1,4 @@
-"""Retry a failed token (spec 80 §3): `POST /tokens/{id}/retry`.
+"""Retry a failed token: `POST /tokens/{id}/retry`.
 
 A failed top token becomes `active` and enters again the state it failed in, as a new visit:
 `retried {"state", "by"?}`, then the ordinary rows of entering (a new task whose first claim is

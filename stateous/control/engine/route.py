@@ -1,4 +1,4 @@
-"""A failed attempt (spec 30 §2.10); `route` (§2.3) lives with the moves, as the join routes too."""
+"""A failed attempt; `route` lives with the moves, as the join routes too."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The routing context and `into=` (spec 30 §2.1), and Decide (§2.2)."""
+"""The routing context and `into=`, and Decide (which transition an event takes)."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def _parallel_problem(
     chosen: TransitionSpec,
     context: Mapping[str, Any],
 ) -> str | None:
-    """Whether every child of a parallel target can start (spec 30 §3.14, "Before entering")."""
+    """Whether every child of a parallel target can start, checked before entering it."""
     target = body.states.get(chosen.target)
     if target is None or not target.is_parallel:
         return None

@@ -1,4 +1,4 @@
-"""Search keys (spec 95 §1): the keys each version indexes, and a transaction's writes of the
+"""Search keys: the keys each version indexes, and a transaction's writes of the
 rows of its top tokens whose context changed (`Tx.flush` calls `write_keys`)."""
 
 from __future__ import annotations

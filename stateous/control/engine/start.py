@@ -1,4 +1,4 @@
-"""Start a token (spec 30 §3.1): `POST /tokens`."""
+"""Start a token: `POST /tokens`."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ TOKEN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 @dataclass
 class _ScheduledTx(Tx):
-    """A start by a schedule (spec 97 §1): the top token's `started` row carries
+    """A start by a schedule: the top token's `started` row carries
     `"schedule": <name>` as its last key."""
 
     schedule: str = ""
@@ -111,8 +111,8 @@ def start(
 ) -> Started:
     """Start a token, or answer the existing one unchanged; refusals write nothing.
 
-    With `by` (spec 80 §1), the `started` row carries it as its last key; a start by a
-    `schedule` (spec 97 §1, no `by`) carries the schedule's name instead."""
+    With `by`, the `started` row carries it as its last key; a start by a
+    `schedule` (no `by`) carries the schedule's name instead."""
     check_start_body(token_id, context)
     tx = Tx.open(conn, clock, config)
     if schedule is not None:

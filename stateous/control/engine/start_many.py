@@ -1,4 +1,4 @@
-"""Many starts in a few statements (spec 75 §3, §5): a part of `POST /tokens/batch`.
+"""Many starts in a few statements: a part of `POST /tokens/batch`.
 
 Each start is its own operation with exactly the checks, ledger rows and refusals of
 `POST /tokens` (`start.start`), applied in list order; only the statements are shared. The
@@ -40,7 +40,7 @@ class StartArgs:
     token: Any
     context: Any
     by: Mapping[str, Any] | None = None
-    #: The `traceparent` a new token keeps (spec 97 §2), written by the caller; None: none.
+    #: The `traceparent` a new token keeps, written by the caller; None: none.
     trace: str | None = None
 
 

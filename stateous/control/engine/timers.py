@@ -1,4 +1,4 @@
-"""Timer fires (spec 30 §3.10): due timers of active tokens, each in its own transaction."""
+"""Timer fires: due timers of active tokens, each in its own transaction."""
 
 from __future__ import annotations
 

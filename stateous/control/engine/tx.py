@@ -1,4 +1,4 @@
-"""One engine transaction: its time, its ledger writer and the family lock (spec 30 §1)."""
+"""One engine transaction: its time, its ledger writer and the family lock."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from stateous.model.graph import Graph, WorkflowBody
 
 class EngineConfig:
     """What every internal workflow needs besides the connection and the clock: the versions
-    tokens run on (spec 90) and the lease."""
+    tokens run on and the lease."""
 
     def __init__(
         self,
@@ -34,7 +34,7 @@ class EngineConfig:
         self.versions = versions if versions is not None else Versions(graph)
         self.lease = lease
         #: (structure, key) → (tokens done, tokens to do) of each search key this control
-        #: plane is filling (spec 95 §1), for `409 search_not_ready`'s progress.
+        #: plane is filling, for `409 search_not_ready`'s progress.
         self.filling: dict[tuple[str, str], tuple[int, int]] = {}
 
     @property
@@ -62,7 +62,7 @@ class Tx:
     deletion of an ended token's memory on Postgres are buffered too, merged per token: they
     are written with the ledger rows at `flush` (on Postgres in the ledger's own statement),
     or before any statement run through `conn`, so that a read never sees a token as it was
-    before (spec 75 §5: one UPDATE of a token per operation instead of one per change).
+    before (one UPDATE of a token per operation instead of one per change).
     """
 
     #: The connection as it is, buffered changes not written: only for a statement that reads
@@ -79,18 +79,18 @@ class Tx:
     #: Ended tokens whose memory rows are to be deleted (Postgres only).
     _forget: set[str] = field(default_factory=set)
     new_tokens: set[str] = field(default_factory=set)
-    #: Search keys (spec 95 §1): new top tokens' contexts, and tokens whose context or
+    #: Search keys: new top tokens' contexts, and tokens whose context or
     #: structure changed, whose rows `flush` writes; both stay empty without search keys.
     _started: dict[str, Any] = field(default_factory=dict)
     _rekey: set[str] = field(default_factory=set)
-    #: An operator's act (spec 80 §1): the next row of token `act[0]` whose kind is in `act[1]`
+    #: An operator's act: the next row of token `act[0]` whose kind is in `act[1]`
     #: gets `by` (`act[2]`) as the last key of its data.
     act: tuple[str, frozenset[str], dict[str, Any]] | None = None
 
     @classmethod
     def open(cls, conn: Connection, clock: Clock, config: EngineConfig) -> Tx:
         """Begin the engine's view of the caller's transaction."""
-        # In a shared transaction, never before the `at` of the operation before (spec 75 §4).
+        # In a shared transaction, never before the `at` of the operation before.
         return cls(raw=conn, now=group_time(clock.now()), config=config, dialect=dialect_of(conn))
 
     @property

@@ -1,4 +1,4 @@
-"""The versions a control plane runs tokens on (spec 90 §1): each served graph by checksum,
+"""The versions a control plane runs tokens on: each served graph by checksum,
 the graph each structure runs on, and the current one that new tokens start on."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class Versions:
         self._lock = threading.Lock()
         self._by_checksum: dict[str, Graph] = {current.checksum: current}
         self._by_structure: dict[str, Graph] = {current.structure: current}
-        #: Whether any version known declares a search key (spec 95 §1), kept as the versions
+        #: Whether any version known declares a search key, kept as the versions
         #: change: every context change asks it.
         self.searches = bool(current.search)
 

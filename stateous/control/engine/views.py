@@ -14,8 +14,7 @@ from stateous.model.wire import GrantWire, HistoryEntryWire, TokenWire
 
 
 def token_wire(token: TokenRecord) -> TokenWire:
-    """The token object of spec 20 §1.3 (`parent` only on a child), with its `structure`
-    (spec 90 §3)."""
+    """The token object (`parent` only on a child), with its `structure`."""
     return wire_of(
         token.token, token.state, token.status, token.visit, token.context, token.entered_at,
         token.parent, token.structure,
@@ -56,7 +55,7 @@ def history_entry(row: LedgerRecord) -> HistoryEntryWire:
 def grant(
     tx: Tx, task: TaskRecord, token: TokenRecord, known: tuple[str, bool] | None = None
 ) -> GrantWire:
-    """The grant of a claimed task (spec 30 §2.15). `known`: the event that entered its state
+    """The grant of a claimed task. `known`: the event that entered its state
     and whether the state has memory, as read with the task (else read here)."""
     tx.flush()
     if known is None:

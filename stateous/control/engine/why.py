@@ -44,7 +44,7 @@ CODES = (
 @dataclass(frozen=True)
 class Seen:
     """What the control plane knows of the supervisors now: who is live, what states they
-    serve, and the structure of the version each serves (spec 90 §4)."""
+    serve, and the structure of the version each serves."""
 
     live: dict[str, frozenset[str]]
     structures: dict[str, str | None]  # None: a checksum that was never served
@@ -63,7 +63,7 @@ class Seen:
 
 
 def seen_supervisors(conn: Connection, now: datetime, versions: Versions) -> Seen:
-    """The live supervisors of the registry (spec 80 §5): the one place `why` asks. A supervisor
+    """The live supervisors of the registry: the one place `why` asks. A supervisor
     whose beat names no checksum serves the current structure, as its claims do."""
     found = [s for s in registry.list_supervisors(conn, now) if s.status == "live"]
     return Seen(
@@ -166,8 +166,8 @@ def _task_findings(tx: Tx, token: TokenRecord, task: TaskRecord) -> Iterator[Fin
 
 
 def _queued(tx: Tx, token: TokenRecord, task: TaskRecord, name: str) -> Iterator[Finding]:
-    """`no_supervisor` when no live supervisor of the token's version serves the state (spec
-    90 §4), and `queued_behind`: always when one does (first in line included), else only when
+    """`no_supervisor` when no live supervisor of the token's version serves the state,
+    and `queued_behind`: always when one does (first in line included), else only when
     older tasks are ahead."""
     ahead = _ahead(tx, token, task)
     versions = tx.config.versions
@@ -242,7 +242,7 @@ def _claimed(tx: Tx, token: TokenRecord, task: TaskRecord) -> Iterator[Finding]:
 
 
 def _after_lease(tx: Tx, token: TokenRecord, task: TaskRecord) -> str:
-    """What the lease expiry will do (spec 30 §2.10)."""
+    """What the lease expiry will do."""
     body = tx.config.body_of(token)
     spec = body.states.get(task.state)  # a graph served later may lack it: no retries then
     if spec is not None and task.attempt <= spec.retries:

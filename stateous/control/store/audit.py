@@ -1,4 +1,4 @@
-"""The audit index of spec 80 §1: one row per ledger row that carries an operator's `by`.
+"""The audit index: one row per ledger row that carries an operator's `by`.
 
 Rows are inserted by the engine's ledger writer in the transaction that writes the ledger row,
 so `GET /audit` reads this small table, never the ledger.

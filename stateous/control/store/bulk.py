@@ -1,4 +1,4 @@
-"""The rows of bulk jobs (spec 80 §2): the job, its frozen matches and their progress."""
+"""The rows of bulk jobs: the job, its frozen matches and their progress."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def _conditions(found: Filter) -> list[ColumnElement[bool]]:
 
 def _pages(conn: Connection, found: Filter, indexed: bool) -> Iterator[Sequence[Any]]:
     """Pages of (token, entered_at, context) rows in id order that hold the SQL parts (and,
-    `indexed`, the context part through `token_keys` where it may, spec 95 §1)."""
+    `indexed`, the context part through `token_keys` where it may)."""
     columns = [tokens.c.token, tokens.c.entered_at]
     if found.context is not None:
         columns.append(tokens.c.context)

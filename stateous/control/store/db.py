@@ -1,4 +1,4 @@
-"""The database: one engine factory with the SQLite and Postgres settings of spec 20, and the
+"""The database: one engine factory with the SQLite and Postgres settings, and the
 store that runs transactions on it and keeps a lane's connection between them."""
 
 from __future__ import annotations
@@ -53,9 +53,9 @@ READ_CALLS = frozenset(
 def postgres_connect_args(
     statement_timeout: float = 30.0, lock_timeout: float = 10.0
 ) -> dict[str, Any]:
-    """The connection time limits of spec 20 §3.6 (tests may shorten them); psycopg prepares
-    no statement itself (`store.libpq` prepares the hot ones: psycopg would deallocate them all
-    at a ROLLBACK after preparing one of its own)."""
+    """The connection time limits (30 s a statement, 10 s a lock; tests may shorten them);
+    psycopg prepares no statement itself (`store.libpq` prepares the hot ones: psycopg would
+    deallocate them all at a ROLLBACK after preparing one of its own)."""
     return {
         "prepare_threshold": None,
         "connect_timeout": 10,
@@ -69,7 +69,7 @@ def postgres_connect_args(
 
 
 def normalize_url(url: str) -> str:
-    """Rewrite `postgresql://` and `postgres://` to the psycopg 3 driver (spec 20 §3.6)."""
+    """Rewrite `postgresql://` and `postgres://` to the psycopg 3 driver."""
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix) :]
@@ -103,7 +103,7 @@ def make_engine(
     """An engine configured once for its dialect; raises sqlalchemy errors for a bad URL.
 
     `busy_timeout` (SQLite's wait for another process's write lock) and `lock_timeout`
-    (Postgres) keep the spec's values unless a test shortens them. `wal_autocheckpoint`
+    (Postgres) keep their documented values unless a test shortens them. `wal_autocheckpoint`
     (SQLite): the WAL's pages at which a commit checkpoints it itself; a control plane that
     checkpoints in the background (`Store.checkpoint`) raises it to a backstop.
     """
@@ -173,14 +173,15 @@ def _check_folder(folder: Path) -> None:
 
 
 class Store:
-    """One database: transactions with the retry and busy rules of spec 20 §3.6-3.7, and the
-    connection a lane keeps between them. The shared transactions of spec 75 §4 are built on
+    """One database: transactions that rerun once after a deadlock and answer `database_busy`
+    when a limit stops them, and the connection a lane keeps between them. The shared
+    transactions are built on
     these by stateous.control.store.group, which this module never imports."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.sqlite = is_sqlite(engine)
-        # Within one process, SQLite transactions take turns (spec 20 §3.5): a lock is cheaper
+        # Within one process, SQLite transactions take turns: a lock is cheaper
         # than letting the driver's busy timeout poll.
         self._turn = threading.Lock() if self.sqlite else None
         # One connection shared by every thread (an in-memory database): reads take turns too.
@@ -320,7 +321,7 @@ class Store:
             raise DatabaseBusy() from exc
 
     def run_alone(self, call: str, work: Callable[[Connection], T]) -> T:
-        """Run `work` in a transaction of its own; a deadlock reruns it once (spec 30 §1.1)."""
+        """Run `work` in a transaction of its own; a deadlock reruns it once."""
         for attempt in (1, 2):
             try:
                 with self.begin() as conn:

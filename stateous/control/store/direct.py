@@ -1,4 +1,4 @@
-"""The engine's hot statements, run on the driver's cursor (spec 75 §5).
+"""The engine's hot statements, run on the driver's cursor.
 
 SQLAlchemy's `Connection.execute` costs about 20 µs of CPU per statement beyond the driver's
 own work (an execution context, parameter processing, events, a result object), which was

@@ -1,6 +1,6 @@
 """Filters of the token listing that some values make rare and others common: an id prefix and
-a search key's value (spec 95 §3: "a prefix matching a million ids and one matching three must
-both be fast").
+a search key's value: a prefix matching a million ids and one matching three must both be
+fast.
 
 A listing walks an index in its order (most recently moved first) and stops at its page; that
 is quick when many tokens match, and a scan of every token when few do. For few, the quick way

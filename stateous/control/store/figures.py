@@ -1,7 +1,7 @@
-"""The figures about rows of `GET /metrics` (spec 70 §3): tokens and tasks by status, the queue
+"""The figures about rows of `GET /metrics`: tokens and tasks by status, the queue
 and the supervisors, read when scraped.
 
-Read from the counts the database keeps (`store.stats`, spec 95 §3), never a scan of the tokens
+Read from the counts the database keeps (`store.stats`), never a scan of the tokens
 or tasks: at a million tokens, the tasks by status were a walk of two million index entries (a
 second warm, sixteen cold, on SQLite) at each scrape. One read transaction.
 """
@@ -29,7 +29,7 @@ class Figures:
     queued: dict[str, int]
     oldest_queued_at: datetime | None
     supervisors: dict[str, int] = field(default_factory=dict)
-    #: Active and paused top tokens by structure (spec 90 §3).
+    #: Active and paused top tokens by structure.
     live: dict[str, int] = field(default_factory=dict)
     #: The slots of each schedule whose token did not start, as the schedule's row counts them.
     schedule_failures: dict[str, int] = field(default_factory=dict)
@@ -37,7 +37,7 @@ class Figures:
 
 def read_figures(conn: Connection, now: datetime | None = None) -> Figures:
     """Count tokens and tasks by status, the queued tasks per served state name, and (given
-    `now`) the supervisors by status (spec 80 §5)."""
+    `now`) the supervisors by status."""
     read = counts(conn)
     tokens = dict.fromkeys(TOKEN_STATUSES, 0)
     tasks = dict.fromkeys(TASK_STATUSES, 0)

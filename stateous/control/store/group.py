@@ -1,4 +1,4 @@
-"""Shared commits (spec 75 §4): operations that arrive together share one transaction.
+"""Shared commits: operations that arrive together share one transaction.
 
 Operations are queued on `Lanes` (the control plane owns them); a lane (a thread holding one
 connection at a time) takes everything queued when it is free, runs the operations in the order
@@ -318,7 +318,7 @@ def _run_in_savepoint(conn: Connection, op: Op) -> Outcome:
     execute_sql(conn, _SAVEPOINT)
     try:
         value = op.work(conn)
-    except RecordedRefusal as exc:  # its rows are kept, then it is refused (spec 30 §1.1)
+    except RecordedRefusal as exc:  # its rows are kept, then it is refused
         execute_sql(conn, _RELEASE)
         return (False, exc)
     except DBAPIError as exc:

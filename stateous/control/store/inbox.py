@@ -1,4 +1,4 @@
-"""The SQL of the inbox (spec 80 §6): the waiting tasks of live tokens, the longest waiting
+"""The SQL of the inbox: the waiting tasks of live tokens, the longest waiting
 first, through `tasks_waiting` (migration 0014)."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Waiting:
     status: str
     since: datetime
     note: str | None
-    #: The structure the token runs on (spec 90 §3).
+    #: The structure the token runs on.
     structure: str | None = None
 
     @property

@@ -37,7 +37,7 @@ def last_seq(conn: Connection, token: str) -> int:
 
 
 def insert_ledger(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
-    """Append ledger rows (already numbered), all in one statement (spec 75 §5)."""
+    """Append ledger rows (already numbered), all in one statement."""
     insert_rows(conn, ledger, LEDGER_COLUMNS, rows)
 
 

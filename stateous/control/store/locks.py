@@ -1,4 +1,4 @@
-"""Postgres's advisory locks: the family locks (spec 30 §1) and the serving lock (spec 20 §2.3).
+"""Postgres's advisory locks: the family locks and the serving lock.
 
 Only where writers run side by side (`Dialect.locks`); SQLite has one writer at a time and
 locks nothing, so these are not called there. Each statement is plain SQL, built
@@ -93,7 +93,7 @@ def try_lock_families(conn: Connection, tops: Sequence[str], most: int) -> list[
     return sorted(int(n) - 1 for (n,) in taken)
 
 
-# The serving lock (spec 20 §2.3): a session's advisory lock, held by a connection of its own
+# The serving lock: a session's advisory lock, held by a connection of its own
 # (in autocommit) for as long as the control plane serves.
 _TRY_SESSION_LOCK = text("SELECT pg_try_advisory_lock(:k)")
 _ANSWERS = text("SELECT 1")

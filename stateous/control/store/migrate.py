@@ -1,4 +1,4 @@
-"""Creating and upgrading the schema at start-up, with the refusals of spec 20 §3.4."""
+"""Creating and upgrading the schema at start-up, refusing a database it cannot use."""
 
 from __future__ import annotations
 
@@ -23,15 +23,15 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "stateous_version"
 HEAD = "0018"
 
-# The tables of spec 80 §1-2 (audit, bulk jobs), made by 0006.
+# The tables of audit and bulk jobs, made by 0006.
 BY_0006 = frozenset({"audit", "bulk_jobs", "bulk_matches"})
-# The table of spec 85 §1 (the live control planes), made by 0007.
+# The table of the live control planes, made by 0007.
 BY_0007 = frozenset({"control_planes"})
-# The table of spec 90 §1 (the versions served), made by 0011.
+# The table of the versions served, made by 0011.
 BY_0011 = frozenset({"workflow_versions"})
-# The tables of spec 95 §1 (search keys), made by 0012.
+# The tables of search keys, made by 0012.
 BY_0012 = frozenset({"search_keys", "token_keys"})
-# The tables made by 0013-0016 (spec 95 §3, spec 97).
+# The tables made by 0013-0016 (counts, schedules, traces).
 BY_0013: frozenset[str] = frozenset({"stats_counts", "stats_deltas"})
 BY_0014: frozenset[str] = frozenset()
 BY_0015: frozenset[str] = frozenset({"schedules"})
@@ -84,7 +84,7 @@ def current_revision(conn: Connection) -> str | None:
 def upgrade(conn: Connection) -> None:
     """Bring the schema to the newest revision inside the caller's transaction, or refuse.
 
-    Raises StoreError with the reasons of spec 20 §3.4 (the caller wraps them as
+    Raises StoreError with the reason (the caller wraps them as
     `cannot use the database <url>: <reason>`).
     """
     if dialect_of(conn).locks:

@@ -1,4 +1,4 @@
-"""The operators' reads of one token or of the tasks (spec 70 §1): tasks, timers, memory, history.
+"""The operators' reads of one token or of the tasks: tasks, timers, memory, history.
 
 A child token's state is named `<workflow>/<state>` here, as in a grant and in `/stats`, so
 that one name means one state across the operator routes. Each statement is built per call

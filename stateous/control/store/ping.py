@@ -1,4 +1,4 @@
-"""Pinging a pooled Postgres connection before use, only when it sat idle (spec 20 §3.6).
+"""Pinging a pooled Postgres connection before use, only when it sat idle.
 
 SQLAlchemy's `pool_pre_ping` pings at every checkout: one round trip more for each shared
 transaction, about one for every 20 statements of the engine under load. A connection that

@@ -1,4 +1,4 @@
-"""The live control planes (spec 85 §1): each writes its name, role and `seen_at` every 10 s.
+"""The live control planes: each writes its name, role and `seen_at` every 10 s.
 
 A control plane is live when its row was written within `LIVE_BEATS` of its intervals; the rows
 of control planes that stopped answering are deleted by the next write of any other one, and a

@@ -35,7 +35,7 @@ class TokenRecord:
     entered_at: datetime
     parent: str | None
     workflow: str | None
-    #: The structure the token runs on (spec 90; None only for a token of before migration
+    #: The structure the token runs on (its version's; None only for a token of before migration
     #: 0011 in a database that had no graph on record, which then runs on the current one).
     structure: str | None = None
 

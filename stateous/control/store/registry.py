@@ -1,4 +1,4 @@
-"""The supervisors as the control plane sees them (spec 80 §5): the last beat of each, and
+"""The supervisors as the control plane sees them: the last beat of each, and
 whether it is `live`, `stale` or `gone` now.
 
 A supervisor is `live` when its last beat is at most `stale` old and it did not stop
@@ -44,7 +44,7 @@ PRUNE_AFTER = timedelta(days=7)
 class Thresholds:
     """When a silent supervisor turns `stale` and `gone`, and how long `gone` ones are listed.
 
-    The defaults are the spec's; tests shorten them (in process, or through the environment
+    The defaults are the documented ones; tests shorten them (in process, or through the environment
     variables `STATEOUS_SUPERVISOR_STALE_SECONDS` and `STATEOUS_SUPERVISOR_GONE_SECONDS`).
     """
 
@@ -75,7 +75,7 @@ class Beat:
     running: list[int]
     started_at: datetime
     stopping: bool = False
-    checksum: str | None = None  # the version it serves (spec 90 §4); None: the current one
+    checksum: str | None = None  # the version it serves; None: the current one
 
 
 @dataclass(frozen=True)
@@ -185,7 +185,7 @@ def live_supervisors_for(
     """The `live` supervisors that serve `state` (`<state>`, or `<workflow>/<state>` for a
     child workflow's state, as in a claim), by name; empty when none does.
 
-    For `why` (spec 80 §4): `no_supervisor` when this is empty for a queued task's state.
+    For `why`: `no_supervisor` when this is empty for a queued task's state.
     """
     limits = limits or Thresholds.from_env()
     return [s for s in _live(conn, now, limits) if state in s.states]
@@ -205,7 +205,7 @@ def is_live(
 ) -> bool:
     """Whether the supervisor named `supervisor` is `live` now (False when it never beat).
 
-    For `why` (spec 80 §4): `supervisor_gone` when the holder of a claimed task is not live.
+    For `why`: `supervisor_gone` when the holder of a claimed task is not live.
     """
     found = find(conn, supervisor, now, limits)
     return found is not None and found.status == "live"

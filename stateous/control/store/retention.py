@@ -1,4 +1,4 @@
-"""The statements of retention (spec 95 §2): ended top tokens by id with their end, a family's
+"""The statements of retention: ended top tokens by id with their end, a family's
 rows deleted, and exported rows put back.
 
 A token's end is the `at` of its latest ledger row whose kind is its status (`completed`,
@@ -91,7 +91,7 @@ def delete_family(conn: Connection, ids: Sequence[str]) -> None:
     for table in (tasks, timers, memory, audit, ledger):
         _delete_by_token(conn, table, ids)
     delete_keys(conn, ids)
-    delete_traces(conn, ids)  # spec 97 §2
+    delete_traces(conn, ids)
     _delete_by_token(conn, tokens, ids)
 
 
@@ -116,7 +116,7 @@ def insert_family(
     insert_ledger(conn, rows)
     insert_acts(conn, rows)  # the same audit index the engine writes
     for record in records:
-        if record.parent is None:  # only top tokens are searched (spec 95 §1)
+        if record.parent is None:  # only top tokens are searched
             keys = search_keys_of(conn, record.structure)
             insert_keys(conn, rows_of(record.token, record.context, keys))
 

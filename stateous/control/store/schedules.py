@@ -118,7 +118,7 @@ def audit_token(name: str) -> str:
 
 
 def write_act(conn: Connection, name: str, kind: str, at: datetime, by: Mapping[str, Any]) -> None:
-    """Index an operator's act on a schedule (spec 80 §1), numbered after the schedule's last
+    """Index an operator's act on a schedule, numbered after the schedule's last
     act (a schedule removed and made again goes on counting)."""
     token = audit_token(name)
     last = conn.execute(select(func.max(audit.c.seq)).where(audit.c.token == token)).scalar()

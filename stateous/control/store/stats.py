@@ -1,5 +1,5 @@
-"""The figures of `GET /stats` (spec 70 §1): tokens by status, live work by state, read from the
-counts the database keeps (spec 95 §3), never from a scan of the tokens or tasks.
+"""The figures of `GET /stats`: tokens by status, live work by state, read from the
+counts the database keeps, never from a scan of the tokens or tasks.
 
 Migration 0013's triggers (made again by 0017, which counts ended tasks too) keep
 `stats_counts` in the transaction of every write of `tokens` and `tasks`; on Postgres they append to `stats_deltas` instead, which `fold_deltas` adds into

@@ -1,4 +1,4 @@
-"""The tables of the control plane's database (seed 000), on one MetaData."""
+"""The tables of the control plane's database, on one MetaData."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def _partial_index(
     )
 
 
-# Spec 20 §3.1: the database's own JSON type (text on SQLite, `json` on Postgres). Postgres
+# The database's own JSON type (text on SQLite, `json` on Postgres). Postgres
 # `jsonb` would reorder object keys, and the order of context keys is part of the data.
 JsonType = JSON(none_as_null=True)
 
@@ -67,7 +67,7 @@ tokens = Table(
     Column("entered_at", DateTime(), nullable=False),
     Column("parent", String(256), nullable=True),
     Column("workflow", String(64), nullable=True),
-    # Spec 90 §1: the structure the token runs on (a child: its parent's). Null only in a
+    # The structure the token runs on (a child: its parent's). Null only in a
     # database that had no graph on record when migration 0011 ran, so no token then.
     Column("structure", String(80), nullable=True),
 )
@@ -80,7 +80,7 @@ _partial_index("tokens_parent", tokens.c.parent, where=_HAS_PARENT)
 # indexes hold that order, so a listing walks them and never sorts (migration 0008).
 Index("tokens_moved", tokens.c.entered_at.desc(), tokens.c.token)
 Index("tokens_status", tokens.c.status, tokens.c.entered_at.desc(), tokens.c.token)
-#: The condition of `tokens_structure`: live top tokens (spec 90 §3, `live`).
+#: The condition of `tokens_structure`: live top tokens (`active` or `paused`).
 TOKEN_IS_LIVE_TOP = and_(
     tokens.c.status.in_([literal_column("'active'"), literal_column("'paused'")]),
     tokens.c.parent.is_(None),
@@ -121,7 +121,7 @@ tasks = Table(
     Column("claimed_by", String(256), nullable=True),
     Column("lease_until", DateTime(), nullable=True),
     Column("queued_at", DateTime(), nullable=False),
-    # The token's structure when the task was queued (spec 90 §4, beyond seed 000's columns):
+    # The token's structure when the task was queued (beyond the original columns):
     # the queue index holds it before the state, so a claim of one version never walks the
     # queued tasks of another. Null in tasks that had ended before migration 0011.
     Column("structure", String(80), nullable=True),
@@ -196,7 +196,7 @@ claims = Table(
     Column("attempt", Integer, nullable=True),
 )
 
-# Spec 75 §1: the grants of a supervisor's last claim with `max` after the first (which the
+# The grants of a supervisor's last claim with `max` after the first (which the
 # `claims` row holds), `position` 2, 3, ... in the order answered. A claim without `max`, or
 # one that got at most one task, leaves none.
 claim_grants = Table(
@@ -218,7 +218,7 @@ control_plane = Table(
     Column("since", DateTime(), nullable=True),
 )
 
-# The last beat of each supervisor (spec 80 §5); `stopped_at` is set by a graceful stop's beat.
+# The last beat of each supervisor; `stopped_at` is set by a graceful stop's beat.
 supervisors = Table(
     "supervisors",
     metadata,
@@ -232,12 +232,12 @@ supervisors = Table(
     Column("started_at", DateTime(), nullable=False),
     Column("seen_at", DateTime(), nullable=False),
     Column("stopped_at", DateTime(), nullable=True),
-    # The checksum a beat names (spec 90 §4); null for a supervisor that names none.
+    # The checksum a beat names; null for a supervisor that names none.
     Column("checksum", String(80), nullable=True),
 )
 Index("supervisors_seen", supervisors.c.seen_at)
 
-# Spec 90 §1: every graph the database has served, by checksum.
+# Every graph the database has served, by checksum.
 workflow_versions = Table(
     "workflow_versions",
     metadata,
@@ -248,7 +248,7 @@ workflow_versions = Table(
 )
 Index("workflow_versions_structure", workflow_versions.c.structure)
 
-# Spec 80 §1: one row per operator act (a ledger row with `by`), written in the same
+# One row per operator act (a ledger row with `by`), written in the same
 # transaction as the ledger row, so `GET /audit` never scans the ledger.
 audit = Table(
     "audit",
@@ -267,7 +267,7 @@ Index("audit_at", audit.c.at, audit.c.token, audit.c.seq)
 # one actor's acts is a walk of its part, however few of the acts are theirs.
 Index("audit_actor", audit.c.actor, audit.c.at, audit.c.token, audit.c.seq)
 
-# Spec 80 §2: a bulk job, and its matches frozen when it was made (`pending`, then `done` or
+# A bulk job, and its matches frozen when it was made (`pending`, then `done` or
 # `skipped` with the refusal's code, each in the transaction that acted on the token).
 bulk_jobs = Table(
     "bulk_jobs",
@@ -295,7 +295,7 @@ bulk_matches = Table(
 )
 Index("bulk_matches_status", bulk_matches.c.job, bulk_matches.c.status, bulk_matches.c.token)
 
-# Spec 85 §1: each control plane (holder or replica) writes its `host:pid:id`, its role and
+# Each control plane (holder or replica) writes its `host:pid:id`, its role and
 # `seen_at` every 10 s; `GET /control-planes` lists the rows seen lately.
 control_planes = Table(
     "control_planes",
@@ -307,7 +307,7 @@ control_planes = Table(
 )
 Index("control_planes_seen", control_planes.c.seen_at)
 
-# Spec 95 §1: the searchable context keys of top tokens, the JSON text of each value, written
+# The searchable context keys of top tokens, the JSON text of each value, written
 # in the transaction of every context change, so `GET /tokens?context.KEY=` joins them.
 token_keys = Table(
     "token_keys",
@@ -318,7 +318,7 @@ token_keys = Table(
 )
 Index("token_keys_token", token_keys.c.token)
 
-# Which search keys are filled for the tokens of a structure (beyond spec 95's columns): a key
+# Which search keys are filled for the tokens of a structure: a key
 # without its row is being backfilled (`409 search_not_ready`) and the bulk filter scans.
 search_keys = Table(
     "search_keys",
@@ -353,7 +353,7 @@ schedules = Table(
 )
 Index("schedules_next_at", schedules.c.next_at)
 
-# Spec 95 §3: the counts of `GET /stats`, kept by the database's own triggers (migration 0013)
+# The counts of `GET /stats`, kept by the database's own triggers (migration 0013)
 # in the transaction of every write, so /stats never scans the tokens. `kind` is `token` (every
 # token by structure, workflow, state and status) or `task` (open tasks by the task's
 # structure, the token's workflow, the task's state and status); a null structure or workflow
@@ -384,7 +384,7 @@ stats_deltas = Table(
     Column("n", Integer, nullable=False),
 )
 
-# Spec 97 §2: a token's W3C `traceparent` (its trace, and the span its later spans are children
+# A token's W3C `traceparent` (its trace, and the span its later spans are children
 # of), written with its start only when `serve` traces or the start came with the header: the
 # tokens table and the hot path stay as they were. Pruned with the token.
 token_traces = Table(
@@ -394,7 +394,7 @@ token_traces = Table(
     Column("traceparent", String(64), nullable=False),
 )
 
-# Spec 95 §3, the listing's pages (migration 0014). `GET /tokens?state=` walks its state's part
+# The listing's pages (migration 0014). `GET /tokens?state=` walks its state's part
 # in the listing's order, as `tokens_status` does for a status: a state few tokens are in is
 # found without a scan of the others.
 Index("tokens_state", tokens.c.state, tokens.c.entered_at.desc(), tokens.c.token)
@@ -424,7 +424,7 @@ Index(
     sqlite_where=text("0"),
 )
 
-#: Every table name Stateous uses, for the start-up checks of spec 20 §3.4.
+#: Every table name Stateous uses, for the start-up checks of the schema.
 TABLE_NAMES: tuple[str, ...] = (
     "audit",
     "bulk_jobs",

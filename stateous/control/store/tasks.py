@@ -198,7 +198,7 @@ def queue_next_visit(
     `structure`; answer its id and visit.
 
     The visit is the number of the token's tasks of `state` plus 1: each entry of a state that
-    queues tasks queues exactly one (spec 30 §2.7), so this is its `entered` rows plus 1.
+    queues tasks queues exactly one, so this is its `entered` rows plus 1.
     """
     values = {
         "t": token, "s": state, "queued": "queued", "zero": 0, "now": now, "structure": structure
@@ -223,7 +223,7 @@ def close_open_tasks(conn: Connection, token: str, done: bool) -> list[tuple[int
     """Close the token's open tasks in one statement: (id, new status) of each, by id.
 
     `done`: the token leaves on an event its state emits, so a claimed or waiting task is
-    `done`; every other open task is `cancelled` (spec 30 §2.6).
+    `done`; every other open task is `cancelled`.
     """
     return _closed(run(conn, _CLOSE_OPEN_TASKS, {"t": token, "done": done}))
 

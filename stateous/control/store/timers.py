@@ -39,7 +39,7 @@ def cancel_timers(conn: Connection, token: str, kind: str | None = None) -> None
 
 
 def shift_pending_timers(conn: Connection, token: str, paused_at: datetime, now: datetime) -> None:
-    """Give each pending timer back the part of the pause after it was set (spec 30 §3.12)."""
+    """Give each pending timer back the part of the pause after it was set."""
     query = select(timers.c.id, timers.c.set_at, timers.c.due_at).where(
         timers.c.token == token, timers.c.status == "pending"
     )

@@ -1,4 +1,4 @@
-"""The statements of `token_keys` and `search_keys` (spec 95 §1): a top token's searchable
+"""The statements of `token_keys` and `search_keys`: a top token's searchable
 context values, the search by them, and which keys are filled.
 
 A value is kept as its canonical JSON text (`key_text`). A value whose text is longer than
@@ -100,7 +100,7 @@ def top_rows(conn: Connection, ids: Collection[str]) -> list[tuple[str, str | No
 
 def index_conditions(conn: Connection, found: Filter) -> list[ColumnElement[bool]] | None:
     """The conditions that select a bulk filter's `context` through `token_keys`, or None
-    when the index may miss a match, so the filter scans (spec 95 §1): every key must be
+    when the index may miss a match, so the filter scans: every key must be
     filled for every structure the filter may select, and only live tokens wanted (the fill
     of a key added later indexes only the live tokens)."""
     if not found.context or found.status is None or not set(found.status) <= LIVE:

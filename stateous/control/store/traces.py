@@ -1,4 +1,4 @@
-"""The statements of a token's trace (spec 97 §2): `token_traces` written with a start, read by
+"""The statements of a token's trace: `token_traces` written with a start, read by
 the spans of later operations and by `GET /tokens/{id}`, deleted with the token by a prune."""
 
 from __future__ import annotations

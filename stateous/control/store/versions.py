@@ -1,4 +1,4 @@
-"""The statements of `workflow_versions` (spec 90 §1): the graphs served, and the live top
+"""The statements of `workflow_versions`: the graphs served, and the live top
 tokens of each structure."""
 
 from __future__ import annotations
@@ -55,6 +55,6 @@ def record_version(
 
 def live_by_structure(conn: Connection) -> dict[str, int]:
     """How many top tokens are active or paused, by structure: from the counts that migration
-    0013's triggers keep (spec 95 §3), not a walk of `tokens_structure` (100,000 live tokens
+    0013's triggers keep, not a walk of `tokens_structure` (100,000 live tokens
     took it 120-200 ms on SQLite)."""
     return live_tops_by_structure(conn)

@@ -1,4 +1,4 @@
-"""The supervisors table: the last beat of each supervisor (spec 80 §5).
+"""The supervisors table: the last beat of each supervisor.
 
 Revision ID: 0004
 Revises: 0003

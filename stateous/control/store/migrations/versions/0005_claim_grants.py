@@ -1,5 +1,5 @@
-"""Claims of several tasks (spec 75 §1): claim_grants keeps the grants of a claim with `max`
-beyond its first, which the seed's `claims` row holds, so that a repeated request id answers
+"""Claims of several tasks: claim_grants keeps the grants of a claim with `max`
+beyond its first, which the `claims` row holds, so that a repeated request id answers
 them all again.
 
 Revision ID: 0005

@@ -1,4 +1,4 @@
-"""Who did it (spec 80 §1) and bulk jobs (spec 80 §2): the audit index, bulk jobs and matches.
+"""Who did it and bulk jobs: the audit index, bulk jobs and matches.
 
 Revision ID: 0006
 Revises: 0005

@@ -1,4 +1,4 @@
-"""The control planes table (spec 85 §1) and, on Postgres, the wake-up notifications (§2).
+"""The control planes table and, on Postgres, the wake-up notifications.
 
 `control_planes`: every live control plane's name, role and last sign of life.
 

@@ -1,4 +1,4 @@
-"""The token listing's indexes in its own order (spec 75; issue 13, "a watched system").
+"""The token listing's indexes in its own order (issue 13, "a watched system").
 
 `GET /tokens` lists the most recently moved tokens first: `entered_at` descending, then the id
 ascending. `tokens_moved` (`entered_at`, `token`) and `tokens_status` (`status`, `entered_at`)

@@ -12,8 +12,8 @@ Four indexes held an entry for every row while their queries read only a few:
 
 Each entry costs a write of its index page in every commit that adds or moves it (on SQLite a
 WAL frame each): measured in-process, 63 frames per token before, 46 after, and the claim's
-index no longer deepens as the database grows. Names, columns and uniqueness stay those of spec
-20 §3.3; each query that uses an index implies its condition (see `tables.py`).
+index no longer deepens as the database grows. Names, columns and uniqueness stay as they
+were; each query that uses an index implies its condition (see `tables.py`).
 
 Revision ID: 0010
 Revises: 0009

@@ -1,4 +1,4 @@
-"""Versions side by side (spec 90 §1): `workflow_versions`, and the structure of each token,
+"""Versions side by side: `workflow_versions`, and the structure of each token,
 each open task and each supervisor's beat.
 
 - `workflow_versions` (checksum, structure, graph, first_served_at) and its index on

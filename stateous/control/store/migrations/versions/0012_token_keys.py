@@ -1,4 +1,4 @@
-"""Finding tokens by their context (spec 95 §1): `token_keys` and `search_keys`.
+"""Finding tokens by their context: `token_keys` and `search_keys`.
 
 - `token_keys` (key, value, token): the searchable context keys of top tokens, the value as its
   JSON text, primary key (key, value, token) so a search walks it; the index

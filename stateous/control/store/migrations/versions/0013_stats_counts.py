@@ -1,4 +1,4 @@
-"""The counts of GET /stats kept in the same transactions (spec 95 §3).
+"""The counts of GET /stats kept in the same transactions.
 
 - `stats_counts` (kind, structure, workflow, state, status, n): every token by its structure,
   workflow, state and status (`kind` 'token'), and every open task (queued, claimed, waiting) by

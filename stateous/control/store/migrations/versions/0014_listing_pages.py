@@ -1,4 +1,4 @@
-"""Indexes for the listings' pages (spec 95 §3).
+"""Indexes for the listings' pages.
 
 - `tokens_state` (state, entered_at DESC, token): `GET /tokens?state=` walks its state's part
   in the listing's order, so a state that few of a million tokens are in answers at once.

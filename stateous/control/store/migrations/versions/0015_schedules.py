@@ -1,4 +1,4 @@
-"""Schedules (spec 97 §1): the table `schedules` and its index on `next_at`.
+"""Schedules: the table `schedules` and its index on `next_at`.
 
 A database of before has no schedule, so the table starts empty.
 

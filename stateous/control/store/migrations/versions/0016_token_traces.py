@@ -1,4 +1,4 @@
-"""A token's trace (spec 97 §2): `token_traces`.
+"""A token's trace: `token_traces`.
 
 - `token_traces` (token, traceparent): the W3C `traceparent` of a token started while `serve`
   traced, or with the header. A database of before has no token with a trace, so the table

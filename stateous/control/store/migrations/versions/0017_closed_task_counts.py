@@ -1,4 +1,4 @@
-"""Ended tasks counted too, so that GET /metrics reads counts, never a scan (spec 95 §3).
+"""Ended tasks counted too, so that GET /metrics reads counts, never a scan.
 
 - `stats_counts` rows of `kind` 'closed': every task that is no longer open (done, failed,
   cancelled) by its status alone (structure, workflow and state ''). `/metrics`' "tasks by
