@@ -12,9 +12,11 @@ from datetime import datetime
 
 from sqlalchemy import Connection
 
+from stateous.control.engine.search import index_imported
 from stateous.control.engine.versions import Versions
 from stateous.control.store.control_plane import read_control_plane, write_control_plane
 from stateous.control.store.db import Store
+from stateous.control.store.retention import structure_on_record
 from stateous.control.store.versions import live_by_structure, record_version, version_rows
 from stateous.model.canonical import canonical_json
 from stateous.model.errors import StateousError
@@ -35,10 +37,14 @@ def record_served(conn: Connection, graph: Graph, now: datetime) -> None:
     """Record `graph` as a version (if its checksum is new) and make it current.
 
     Refuses when live tokens run on a structure whose graph is not on record (a database of
-    before versions, last served with another graph file): they could not be run.
+    before versions, last served with another graph file): they could not be run. At the first
+    serve of a structure, the search keys of its tokens imported before are indexed.
     """
     read_control_plane(conn, for_update=True)
+    first = not structure_on_record(conn, graph.structure)
     record_version(conn, graph.checksum, graph.structure, canonical_json(graph.doc), now)
+    if first and (indexed := index_imported(conn, graph)):
+        log.info("indexed the search keys of %d imported tokens", indexed)
     known = {row.structure for row in version_rows(conn, graphs=False)}
     unknown = {s: n for s, n in live_by_structure(conn).items() if s not in known}
     if unknown:

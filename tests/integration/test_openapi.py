@@ -34,6 +34,7 @@ ROUTES = {
     ("get", "/audit"), ("post", "/bulk"), ("get", "/bulk"), ("get", "/bulk/{job}"),
     ("post", "/bulk/{job}/stop"), ("get", "/workflow/versions"),
     ("post", "/tokens/{token_id}/migrate"), ("get", "/export"), ("post", "/prune"),
+    ("post", "/import"),
     ("post", "/schedules"), ("get", "/schedules"), ("get", "/schedules/{name}"),
     ("put", "/schedules/{name}"), ("post", "/schedules/{name}/pause"),
     ("post", "/schedules/{name}/resume"), ("delete", "/schedules/{name}"),
@@ -46,7 +47,7 @@ BODIES = {
     "/tokens/batch": "StartsBody", "/supervisors/beat": "BeatBody",
     "/tokens/{token_id}/retry": "RetryBody", "/tokens/{token_id}/move": "MoveBody",
     "/bulk": "BulkBody", "/tokens/{token_id}/cancel": "SteerBody",
-    "/tokens/{token_id}/migrate": "MigrateBody", "/prune": "PruneBody",
+    "/tokens/{token_id}/migrate": "MigrateBody", "/prune": "PruneBody", "/import": "ImportBody",
     "/schedules": "ScheduleBody",
 }  # fmt: skip
 #: Seconds of random bodies (schemathesis's fuzzing phase; about 90 cases a second here). The
@@ -124,7 +125,7 @@ def test_schemathesis_finds_no_500_and_no_shape_mismatch(served: ServeProcess) -
     # The coverage phase: boundary and invalid values of every field of every route.
     covered = schemathesis(served.url, "--phases", "coverage", "--max-examples", "10")
     assert covered.returncode == 0, covered.stdout[-4000:]
-    assert "46 passed" in covered.stdout
+    assert "47 passed" in covered.stdout
     # Random bodies too; a claim may long-poll up to 60 s, so claims stay in the coverage phase.
     fuzzed = schemathesis(
         served.url, "--phases", "fuzzing", "--max-examples", "15", "--max-time", str(FUZZ_SECONDS),

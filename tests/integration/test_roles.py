@@ -72,6 +72,7 @@ ROUTES: list[tuple[str, str, set[str]]] = [
     ("POST", "/tokens/batch", {"ops", "boss"}),
     ("POST", "/bulk", {"ops", "boss"}),
     ("POST", "/prune", {"ops", "boss"}),
+    ("POST", "/import", {"boss"}),
     ("GET", "/schedules", {"viewer", "ops", "boss"}),
     ("POST", "/schedules", {"ops", "boss"}),
     ("DELETE", "/schedules/none", {"ops", "boss"}),

@@ -1,4 +1,5 @@
-"""The retention routes of spec 95 §2: `GET /export` (reads only) and `POST /prune`."""
+"""The retention routes: `GET /export` (reads only), `POST /prune`, and `POST /import`, which
+puts exported tokens back."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from stateous.control.engine.bulk_filter import parse_time
 from stateous.control.errors import Refusal, invalid
 
 PRUNE_PARTS = ("tokens", "ended_before", "by")
+IMPORT_PARTS = ("tokens", "by")
 _TIME_EXAMPLE = "an ISO 8601 time, e.g. 2026-10-16T20:48:44Z"
 
 
@@ -61,6 +63,28 @@ def prune_body(body: Mapping[str, Any]) -> tuple[list[str], datetime]:
     return ids, _moment("invalid_body", "ended_before", body.get("ended_before"))
 
 
+def import_body(body: Mapping[str, Any]) -> list[retention.Family]:
+    """The `tokens` of `POST /import`: 1 to 1000 export entries, as `GET /export` answers them;
+    a bad one is `422 invalid_body` naming it and what is wrong."""
+    unknown = [name for name in body if name not in IMPORT_PARTS]
+    if unknown:
+        raise invalid(
+            "invalid_body", f"an import has no part {unknown[0]!r}; its parts are tokens, by"
+        )
+    entries = body.get("tokens")
+    if not isinstance(entries, list) or not 1 <= len(entries) <= retention.MOST:
+        raise invalid("invalid_body", f"'tokens' is a list of 1 to {retention.MOST} export entries")
+    families = []
+    for number, entry in enumerate(entries, start=1):
+        try:
+            families.append(retention.family_of_entry(entry))
+        except retention.BadEntry as exc:
+            raise invalid(
+                "invalid_body", f"entry {number} of 'tokens' is not an export entry: {exc}"
+            ) from None
+    return families
+
+
 @get("/export")
 async def export_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
     """Ended top tokens ended before a time, in id order, with their history and children."""
@@ -80,5 +104,16 @@ async def prune_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
     return answer(await run(request, "prune", lambda conn: retention.prune(conn, ids, before, by)))
 
 
-ROUTES = [export_tokens, prune_tokens]
+@post("/import", status_code=200)
+async def import_tokens(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Put exported tokens back, skipping those already there."""
+    body = await read_body(request)
+    families = import_body(body)
+    by = by_of(request, body)
+    return answer(
+        await run(request, "import", lambda conn: retention.import_page(conn, families, by))
+    )
+
+
+ROUTES = [export_tokens, prune_tokens, import_tokens]
 """The retention routes, registered by `create_app`."""

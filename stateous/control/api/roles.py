@@ -93,6 +93,8 @@ ROUTES: dict[tuple[str, str], Need] = {
     ("POST", "/bulk"): Need.OPERATE,
     ("POST", "/bulk/{job}/stop"): Need.OPERATE,
     ("POST", "/prune"): Need.OPERATE,
+    # an administrator's act: tokens put back as exported, history and all
+    ("POST", "/import"): Need.ADMIN,
     ("POST", "/schedules"): Need.OPERATE,
     ("PUT", "/schedules/{name}"): Need.OPERATE,
     ("POST", "/schedules/{name}/pause"): Need.OPERATE,

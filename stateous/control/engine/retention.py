@@ -15,9 +15,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection
+from sqlalchemy.exc import DataError, IntegrityError
 
 from stateous.control.clock import iso
 from stateous.control.engine.views import history_entry, token_wire
+from stateous.control.errors import invalid
 from stateous.control.store import retention as store
 from stateous.control.store.dialect import dialect_of
 from stateous.control.store.ledger import ledger_of
@@ -71,7 +73,9 @@ def prune(
     "skipped": {code: n}}`. No ledger row is left to carry `by`: it goes to the log."""
     pruned, skipped = prune_quietly(conn, ids, before)
     if pruned:
-        log.info("retention: pruned %d tokens ended before %s%s", pruned, iso(before), _by_text(by))
+        # The logger's name says `stateous.retention`: the message carries no prefix of its own.
+        noun = "token" if pruned == 1 else "tokens"
+        log.info("pruned %d %s ended before %s%s", pruned, noun, iso(before), _by_text(by))
     return {"pruned": pruned, "skipped": dict(sorted(skipped.items()))}
 
 
@@ -146,8 +150,11 @@ def family_of_entry(entry: Any) -> Family:
     """The rows of an export entry; `BadEntry` when it is not one."""
     family = Family([], [])
     _add_entry(family, entry, None)
-    if family.tokens[0].status not in store.ENDED:
-        raise BadEntry(f"token {family.top!r} is {family.tokens[0].status}, not ended")
+    top = family.tokens[0]
+    if top.parent is not None:  # a child comes only within its top's entry
+        raise BadEntry(f"token {family.top!r} has a parent: an entry is a top token's")
+    if top.status not in store.ENDED:
+        raise BadEntry(f"token {family.top!r} is {top.status}, not ended")
     return family
 
 
@@ -209,11 +216,97 @@ def _row(token: str, item: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+class Unstorable(BadEntry):
+    """An export entry the database refused to store (a value wider than its column, a token id
+    taken by another family): `index` is its place among the entries given."""
+
+    def __init__(self, index: int, reason: str) -> None:
+        super().__init__(f"it cannot be stored: {reason}")
+        self.index = index
+
+
+class _Taken(Exception):
+    """A family whose top is not in the database, but one of its children's ids is."""
+
+
+@dataclass
+class ImportCounts:
+    """What an import did: the families put back, those already there, and of the put back
+    those whose search keys wait for their graph (this database has none of their version)."""
+
+    imported: int = 0
+    skipped: int = 0
+    keys_pending: int = 0
+
+    def add(self, other: ImportCounts) -> None:
+        """Count `other`'s families too."""
+        self.imported += other.imported
+        self.skipped += other.skipped
+        self.keys_pending += other.keys_pending
+
+    def wire(self) -> dict[str, int]:
+        """The answer of `POST /import`."""
+        return {"imported": self.imported, "skipped": self.skipped,
+                "keys_pending": self.keys_pending}  # fmt: skip
+
+
 def import_family(conn: Connection, family: Family) -> bool:
     """Put an exported family back; False (nothing written) when a token with its top's id,
     ignoring case, is in the database already."""
+    return _import_one(conn, family) != "skipped"
+
+
+def _import_one(conn: Connection, family: Family) -> str:
+    """`skipped`, `imported`, or `keys_pending`: imported, without search keys, as the
+    database has no graph of the family's version (the first serve of it indexes them)."""
+    if dialect_of(conn).locks:  # two imports of one family: the second finds it there
+        lock_family(conn, family.top)
     if store.any_case_exists(conn, family.top):
-        return False
-    store.insert_family(conn, family.tokens, family.rows)
+        return "skipped"
+    for record in family.tokens[1:]:  # a child's id taken by another family's token
+        if store.any_case_exists(conn, record.token):
+            raise _Taken(f"its token {record.token!r} is there already, in another family")
+    indexed = store.insert_family(conn, family.tokens, family.rows)
     insert_traces(conn, family.traces)
-    return True
+    return "imported" if indexed else "keys_pending"
+
+
+def import_families(conn: Connection, families: Sequence[Family]) -> ImportCounts:
+    """Put exported families back, each in a savepoint of its own, skipping those already
+    there (`import --db` a batch at a time, `POST /import` a page); `Unstorable` when the
+    database refuses one (what was written before it stays in the transaction)."""
+    counts = ImportCounts()
+    for index, family in enumerate(families):
+        savepoint = conn.begin_nested()
+        try:
+            outcome = _import_one(conn, family)
+        except _Taken as exc:
+            savepoint.rollback()
+            raise Unstorable(index, str(exc)) from None
+        except (DataError, IntegrityError) as exc:
+            savepoint.rollback()
+            reason = str(exc.orig or exc).strip().splitlines()[0]
+            raise Unstorable(index, reason) from None
+        except BaseException:
+            savepoint.rollback()
+            raise
+        savepoint.commit()
+        counts.skipped += outcome == "skipped"
+        counts.imported += outcome != "skipped"
+        counts.keys_pending += outcome == "keys_pending"
+    return counts
+
+
+def import_page(
+    conn: Connection, families: Sequence[Family], by: dict[str, Any] | None
+) -> dict[str, int]:
+    """`POST /import`: put a page of exported families back, skipping those already there;
+    `422 invalid_body` naming the entry the database cannot store (the page writes nothing).
+    No ledger row is written to carry `by`: it goes to the log."""
+    try:
+        counts = import_families(conn, families)
+    except Unstorable as exc:
+        raise invalid("invalid_body", f"entry {exc.index + 1} of 'tokens': {exc}") from None
+    if counts.imported:
+        log.info("retention: imported %d tokens%s", counts.imported, _by_text(by))
+    return counts.wire()

@@ -12,6 +12,8 @@ from sqlalchemy import Connection
 from stateous.control.engine.versions import Versions
 from stateous.control.errors import conflict, invalid
 from stateous.control.store import token_keys
+from stateous.control.store.retention import tops_after
+from stateous.control.store.stats import counts
 from stateous.model.canonical import canonical_json
 from stateous.model.graph import Graph
 
@@ -111,3 +113,35 @@ def settle_keys(conn: Connection, graph: Graph, at: datetime) -> None:
     if todo and token_keys.count_live_top(conn, graph.structure) == 0:
         for key in todo:
             token_keys.mark_filled(conn, graph.structure, key, at)
+
+
+#: Top tokens a statement of `index_imported` reads.
+INDEX_BATCH = 500
+
+
+def index_imported(conn: Connection, graph: Graph) -> int:
+    """At the first serve of a graph's structure: index the search keys of the top tokens of
+    that structure already in the database, answering how many. Only an import puts them there
+    before (ended tokens of an archive), and it could index none: no graph of theirs was known.
+
+    Read from the kept counts first, so a structure without such tokens (every new version
+    served) costs no walk of the tokens."""
+    keys = search_of(graph)
+    if not keys or not _has_tops(conn, graph.structure):
+        return 0
+    done, after = 0, None
+    while batch := tops_after(conn, graph.structure, after, INDEX_BATCH):
+        rows = {token: token_keys.rows_of(token, context, keys)
+                for token, context in batch if isinstance(context, dict)}  # fmt: skip
+        token_keys.replace_keys(conn, rows)
+        done += len(batch)
+        after = batch[-1][0]
+    return done
+
+
+def _has_tops(conn: Connection, structure: str) -> bool:
+    """Whether the counts hold a top token of `structure`, of any status."""
+    return any(
+        count.kind == "token" and not count.workflow and count.structure == structure
+        for count in counts(conn)
+    )

@@ -103,9 +103,11 @@ def any_case_exists(conn: Connection, token: str) -> bool:
 
 def insert_family(
     conn: Connection, records: Sequence[TokenRecord], rows: Sequence[dict[str, Any]]
-) -> None:
+) -> bool:
     """Insert exported tokens and their ledger rows (each `token, seq, at, kind, key, data`),
-    and the audit rows of those carrying `by`, as the engine wrote them."""
+    the audit rows of those carrying `by`, as the engine wrote them, and the top token's search
+    keys. False when the database has no graph of the top's structure, so no key is known yet:
+    the first serve of one indexes them (`index_imported`)."""
     values = [
         {"token": r.token, "state": r.state, "status": r.status, "visit": r.visit,
          "context": r.context, "entered_at": r.entered_at, "parent": r.parent,
@@ -115,23 +117,48 @@ def insert_family(
     conn.execute(tokens.insert(), values)
     insert_ledger(conn, rows)
     insert_acts(conn, rows)  # the same audit index the engine writes
+    known = True
     for record in records:
         if record.parent is None:  # only top tokens are searched
             keys = search_keys_of(conn, record.structure)
-            insert_keys(conn, rows_of(record.token, record.context, keys))
+            known = keys is not None
+            insert_keys(conn, rows_of(record.token, record.context, keys or []))
+    return known
 
 
-def search_keys_of(conn: Connection, structure: str | None) -> list[str]:
-    """The search keys of the newest graph on record of a structure (none when the database
-    never served it: an archive opened in a database of its own)."""
+def search_keys_of(conn: Connection, structure: str | None) -> list[str] | None:
+    """The search keys of the newest graph on record of a structure; None when the database
+    never served it (an archive opened in a database of its own); none for no structure."""
     if structure is None:
         return []
     v = workflow_versions.c
     query = select(v.graph).where(v.structure == structure).order_by(v.first_served_at.desc())
     text = conn.execute(query.limit(1)).scalar()
+    if text is None:
+        return None
     try:
-        doc = json.loads(text) if text is not None else {}
+        doc = json.loads(text)
     except ValueError:
         return []
     keys = doc.get("search", []) if isinstance(doc, dict) else []
     return [key for key in keys if isinstance(key, str)]
+
+
+def structure_on_record(conn: Connection, structure: str) -> bool:
+    """Whether the database has served a graph of this structure."""
+    query = select(workflow_versions.c.checksum).where(workflow_versions.c.structure == structure)
+    return conn.execute(query.limit(1)).first() is not None
+
+
+def tops_after(
+    conn: Connection, structure: str, after: str | None, limit: int
+) -> list[tuple[str, Any]]:
+    """(token, context) of the next top tokens of `structure`, of any status, in id order
+    after `after`."""
+    query = select(tokens.c.token, tokens.c.context).where(
+        tokens.c.parent.is_(None), tokens.c.structure == structure
+    )
+    if after is not None:
+        query = query.where(tokens.c.token > after)
+    rows = conn.execute(query.order_by(tokens.c.token).limit(limit))
+    return [(row[0], row[1]) for row in rows]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -12,8 +13,10 @@ from sqlalchemy import func, select
 from stateous.control.clock import FakeClock, iso
 from stateous.control.engine import retention
 from stateous.control.store import tables
+from tests.support import postgres_database, sqlite_url
 from tests.support.app import RunningApi, running_api
 from tests.support.graphs import DEV, variant
+from tests.support.migrated import migrated
 
 REPO = {"repo": "acme/api"}
 
@@ -200,3 +203,134 @@ def test_search_keys_go_with_a_prune_and_come_back_with_an_import(migrated_db_ur
             assert not retention.import_family(conn, family)
         assert count(api, tables.token_keys, tables.token_keys.c.token, "T%") == 1
         assert as_read(http, "T") == page["tokens"][0]
+
+
+# --- POST /import -------------------------------------------------------------------------------
+
+FAR = "2999-01-01T00:00:00Z"
+
+
+def family_rows(api: RunningApi, like: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of the tables an import writes, of the tokens whose id is `like`, sorted."""
+    found = {}
+    with api.plane.store.engine.connect() as conn:
+        for table in (tables.tokens, tables.ledger, tables.audit, tables.token_keys):
+            rows = conn.execute(select(table).where(table.c.token.like(like)))
+            found[table.name] = sorted((tuple(row) for row in rows), key=repr)
+    return found
+
+
+def test_import_puts_a_page_back_as_exported_and_skips_what_is_there(
+    api: RunningApi, http: httpx.Client
+) -> None:
+    cancelled(http, "A", children=True)
+    ok(http.post("/tokens", json={"token": "B", "context": REPO}), 201)
+    ok(http.post("/tokens/B/cancel", json={"by": {"actor": "alice", "reason": "old"}}))
+    before = {token: as_read(http, token) for token in ("A", "B")}
+    rows = family_rows(api, "%")
+    page = export(http, FAR)
+    assert [e["token"]["token"] for e in page["tokens"]] == ["A", "B"]
+    assert ok(http.post("/prune", json={"tokens": ["A", "B"], "ended_before": FAR}))["pruned"] == 2
+    assert family_rows(api, "%") == {"tokens": [], "ledger": [], "audit": [], "token_keys": []}
+    body = {"tokens": page["tokens"], "by": {"actor": "alice", "reason": "back"}}
+    answer = ok(http.post("/import", json=body))
+    assert answer == {"imported": 2, "skipped": 0, "keys_pending": 0}
+    assert {token: as_read(http, token) for token in ("A", "B")} == before
+    assert family_rows(api, "%") == rows
+    assert ok(http.post("/import", json=body)) == {"imported": 0, "skipped": 2, "keys_pending": 0}
+    assert family_rows(api, "%") == rows
+    # A page with one token there and one gone: only the gone one comes back.
+    assert ok(http.post("/prune", json={"tokens": ["B"], "ended_before": FAR}))["pruned"] == 1
+    assert ok(http.post("/import", json=body)) == {"imported": 1, "skipped": 1, "keys_pending": 0}
+    assert family_rows(api, "%") == rows
+
+
+def entry(token: str, status: str = "cancelled", **more: Any) -> dict[str, Any]:
+    """A made-up export entry of one token without history or children."""
+    wire = {"token": token, "state": "coding", "status": status, "visit": 1,
+            "context": REPO, "entered_at": "2026-01-01T00:00:00Z", **more}  # fmt: skip
+    return {"token": wire, "history": [], "children": []}
+
+
+def test_import_refusals_write_nothing(api: RunningApi, http: httpx.Client) -> None:
+    cancelled(http, "A")
+    rows = family_rows(api, "%")
+    lists = "'tokens' is a list of 1 to 1000 export entries"
+    shape = "an export entry is an object with 'token', 'history' and 'children'"
+    child = entry("C", parent="A")
+    clash = {**entry("X"), "children": [entry("A")]}  # its child's id is A's, a token there
+    cases = [
+        ({}, lists),
+        ({"tokens": []}, lists),
+        ({"tokens": [entry("N")] * 1001}, lists),
+        ({"tokens": {"A": 1}}, lists),
+        ({"tokens": [entry("N"), 1]}, f"entry 2 of 'tokens' is not an export entry: {shape}"),
+        ({"tokens": [{"token": {}, "history": [], "children": []}]},
+         "entry 1 of 'tokens' is not an export entry: an export entry's token or history is "
+         "malformed ('token')"),
+        ({"tokens": [entry("L", "active")]},
+         "entry 1 of 'tokens' is not an export entry: token 'L' is active, not ended"),
+        ({"tokens": [child]},
+         "entry 1 of 'tokens' is not an export entry: token 'C' has a parent: an entry is a top "
+         "token's"),
+        ({"tokens": [entry("N")], "when": 1},
+         "an import has no part 'when'; its parts are tokens, by"),
+        ({"tokens": [entry("N")], "by": {"actor": ""}},
+         "'by.actor' is a text of 1 to 64 printable characters"),
+    ]  # fmt: skip
+    for body, sentence in cases:
+        assert refused(http.post("/import", json=body)) == (422, "invalid_body", sentence), body
+    # X's child has A's id: the page, N with it, writes nothing.
+    assert refused(http.post("/import", json={"tokens": [entry("N"), clash]})) == (
+        422, "invalid_body", "entry 2 of 'tokens': it cannot be stored: its token 'A' is there "
+        "already, in another family",
+    )  # fmt: skip
+    big = {"tokens": [entry("N", context={"text": "x" * 1_048_576})]}
+    assert refused(http.post("/import", json=big)) == (
+        413, "bad_request", "the body is larger than 1 MiB, the most this API reads",
+    )  # fmt: skip
+    assert family_rows(api, "%") == rows
+
+
+@pytest.fixture
+def other_db_url(backend: str, tmp_path: Path) -> Iterator[str]:
+    """A second new database on the same backend, at the newest revision."""
+    if backend == "sqlite":
+        url = sqlite_url(tmp_path, "other.db")
+        migrated(url)
+        yield url
+        return
+    with postgres_database() as url:
+        migrated(url)
+        yield url
+
+
+def searched(http: httpx.Client) -> list[str]:
+    """The tokens `GET /tokens?context.repo="acme/api"` finds."""
+    found = ok(http.get("/tokens", params={"context.repo": '"acme/api"'}))
+    return [t["token"] for t in found]
+
+
+def test_an_import_of_a_version_never_served_is_indexed_at_its_first_serve(
+    migrated_db_url: str, other_db_url: str
+) -> None:
+    searching = variant(DEV)
+    searching["search"] = ["repo"]
+    other = variant(searching)
+    other["schemas"]["Ticket"]["description"] = "another structure"
+    with running_api(migrated_db_url, searching, migrate_first=False) as api:
+        with httpx.Client(base_url=api.url, timeout=30) as http:
+            cancelled(http, "T", children=True)
+            assert searched(http) == ["T"]
+            page = export(http, FAR)
+    with running_api(other_db_url, other, migrate_first=False) as api:
+        with httpx.Client(base_url=api.url, timeout=30) as http:
+            answer = ok(http.post("/import", json={"tokens": page["tokens"]}))
+            assert answer == {"imported": 1, "skipped": 0, "keys_pending": 1}
+            assert searched(http) == []  # no graph of T's version here: no key is known
+            assert count(api, tables.token_keys, tables.token_keys.c.token, "T%") == 0
+    with running_api(other_db_url, searching, migrate_first=False) as api:
+        with httpx.Client(base_url=api.url, timeout=30) as http:
+            assert searched(http) == ["T"]
+            assert count(api, tables.token_keys, tables.token_keys.c.token, "T%") == 1
+            assert as_read(http, "T") == page["tokens"][0]
