@@ -285,6 +285,12 @@ class AsyncClient(BaseClient):
         """As `Client.prune`."""
         return await self._object(self._acting(routes.prune(tokens, ended_before), reason))
 
+    async def import_tokens(
+        self, entries: list[dict[str, Any]], *, reason: str | None = None
+    ) -> dict[str, Any]:
+        """As `Client.import_tokens`."""
+        return await self._object(self._acting(routes.import_tokens(entries), reason))
+
     # ------------------------------------------------------------ tasks and the graph
 
     async def report(

@@ -298,6 +298,16 @@ class Client(BaseClient):
         and children, for good: `{"pruned": n, "skipped": {code: n}}`."""
         return self._object(self._acting(routes.prune(tokens, ended_before), reason))
 
+    def import_tokens(
+        self, entries: list[dict[str, Any]], *, reason: str | None = None
+    ) -> dict[str, Any]:
+        """Put a page of exported tokens back (1 to 1000 entries of `export`'s pages, or lines of
+        a `stateous prune --export` file, as objects; the body at most 1 MiB), skipping those
+        whose id is there already: `{"imported": n, "skipped": n, "keys_pending": n}`;
+        `keys_pending` counts the tokens put back whose search keys are indexed only once their
+        graph is served there. Needs an `admin` token."""
+        return self._object(self._acting(routes.import_tokens(entries), reason))
+
     # ------------------------------------------------------------ tasks and the graph
 
     def report(

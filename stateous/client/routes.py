@@ -146,6 +146,10 @@ def prune(tokens: list[str], ended_before: str) -> Request:
     return Request("POST", "/prune", body={"tokens": tokens, "ended_before": ended_before})
 
 
+def import_tokens(entries: list[dict[str, Any]]) -> Request:
+    return Request("POST", "/import", body={"tokens": entries})
+
+
 # ------------------------------------------------------------ schedules
 
 

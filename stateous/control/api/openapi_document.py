@@ -473,6 +473,22 @@ class Pruned(_Open):
     skipped: dict[str, int]
 
 
+class ImportBody(BaseModel):
+    """`POST /import`."""
+
+    tokens: list[ExportEntry] = Field(description="1 to 1000 entries, as GET /export answers")
+    by: By | None = None
+
+
+class Imported(_Open):
+    """What `POST /import` did: the tokens put back, those already there (skipped), and of
+    the put back those whose search keys are indexed when their graph is first served here."""
+
+    imported: int
+    skipped: int
+    keys_pending: int
+
+
 class ScheduleBody(BaseModel):
     """`POST /schedules`."""
 
@@ -545,7 +561,7 @@ _MODELS: list[type[BaseModel]] = [
     BeatBody, Supervisor, InboxEntry, ControlPlane,
     By, RetryBody, MoveBody, MigrateBody, Finding, Why,
     SteerBody, BulkFilter, BulkBody, BulkPreview, BulkStarted, BulkJob, Act, Version,
-    ExportEntry, ExportPage, PruneBody, Pruned,
+    ExportEntry, ExportPage, PruneBody, Pruned, ImportBody, Imported,
     ScheduleBody, ScheduleReplaceBody, CronSchedule,
 ]  # fmt: skip
 
@@ -592,6 +608,7 @@ ROUTES: dict[tuple[str, str], tuple[type[BaseModel] | None, dict[int, Answer]]] 
     ("post", "/bulk/{job}/stop"): (None, {200: BulkJob}),
     ("get", "/export"): (None, {200: ExportPage}),
     ("post", "/prune"): (PruneBody, {200: Pruned}),
+    ("post", "/import"): (ImportBody, {200: Imported}),
     ("post", "/schedules"): (ScheduleBody, {201: CronSchedule}),
     ("get", "/schedules"): (None, {200: [CronSchedule]}),
     ("get", "/schedules/{name}"): (None, {200: CronSchedule}),
