@@ -13,11 +13,11 @@ from stateous.model.actor import default_actor
 from stateous.model.environment import environment
 
 REASON_LIMIT = 500
-"""The longest reason a change carries (spec 80 §1); a longer one is cut."""
+"""The longest reason a change carries; a longer one is cut."""
 
 PAGE = 100
-"""The rows the console asks for in one request of a listing: one refresh stays within spec 95
-§3's 100 ms at a million tokens (1000 rows a listing took 190 ms to 1.1 s); more pages are
+"""The rows the console asks for in one request of a listing: one refresh stays within 100 ms
+at a million tokens (1000 rows a listing took 190 ms to 1.1 s); more pages are
 asked for only as the operator scrolls to them."""
 
 PREFIX_MOST = 128
@@ -44,8 +44,8 @@ def fired(answer: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
 
 class ControlPlane(AsyncClient):
     """The control plane as the console uses it: every change says who acts (`via: "console"`,
-    the actor of `$STATEOUS_ACTOR` or the login), and the reads of spec 20 and 70 that programs
-    do not need. The bearer token of spec 70 §5 is `STATEOUS_AUTH_TOKEN`'s unless one is given.
+    the actor of `$STATEOUS_ACTOR` or the login), and the reads that programs do not need.
+    The optional bearer token is `STATEOUS_AUTH_TOKEN`'s unless one is given.
 
     `transport` lets tests serve recorded answers from an in-process ASGI app.
     """
@@ -102,14 +102,14 @@ class ControlPlane(AsyncClient):
         limit: int = PAGE,
     ) -> Page:
         """One page of `GET /tokens`, most recently moved first, with the tokens screen's
-        filters (spec 95 §1: `state` a state's own name, `prefix` the start of the ids, each
+        filters (`state` a state's own name, `prefix` the start of the ids, each
         context key as `context.KEY=JSON`); its `next` is the `after` of the page after it, or
         None on the last page (the answer's `Link` header, issue 32)."""
         request = routes.tokens(status, None, limit, context, after)
         more = query(state=state, prefix=prefix if 0 < len(prefix) <= PREFIX_MOST else None)
         return await self._page(Request("GET", "/tokens", params=request.params | more))
 
-    # Reads of spec 20 and 70 §1 that only the console makes.
+    # Reads that only the console makes.
     async def health(self) -> dict[str, Any]:
         """`GET /health`: the workflow's name and checksum."""
         return await self._object(Request("GET", "/health"))

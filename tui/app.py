@@ -59,7 +59,7 @@ def _acts(callback: Callable[..., Any]) -> bool:
 
 
 class ConsoleApp(App[None]):
-    """The operator console of spec 60: tokens, one token, leases, supervisors and outboxes."""
+    """The operator console: tokens, one token, leases, supervisors and outboxes."""
 
     CSS_PATH = "app.tcss"
     TITLE = "Stateous console"
@@ -80,7 +80,7 @@ class ConsoleApp(App[None]):
         Binding("o", "show('outboxes')", "Outboxes", tooltip="supervisors and outboxes"),
         Binding("i", "show('inbox')", "Inbox", tooltip="the tokens waiting for a person"),
         Binding("b", "show('bulk')", "Bulk jobs", tooltip="the bulk jobs and their progress"),
-        # Spec 97 §1's `s`; on the tokens and token screens `s` starts a token (spec 60), and
+        # `s` opens the schedules; on the tokens and token screens `s` starts a token, and
         # `S` opens the schedules there too. Not in the footer, which keeps its width.
         Binding("s", "show('schedules')", "Schedules", show=False, tooltip="the schedules"),
         Binding("S", "show('schedules')", "Schedules", show=False, tooltip="the schedules"),
@@ -98,17 +98,17 @@ class ConsoleApp(App[None]):
     stats: var[dict[str, Any] | None] = var(None, always_update=True)
     """The last answer of `GET /stats`."""
     inbox: var[list[dict[str, Any]] | None] = var(None, always_update=True)
-    """The last answer of `GET /inbox` (spec 80 §6), a `Page` of at most `INBOX_LIMIT` whose
+    """The last answer of `GET /inbox`, a `Page` of at most `INBOX_LIMIT` whose
     `next` says that more wait; None when the plane has none."""
     job: var[dict[str, Any] | None] = var(None, always_update=True)
-    """The bulk job started from this console, as last polled (spec 80 §2)."""
+    """The bulk job started from this console, as last polled."""
     unreachable: var[str | None] = var(None)
     """Why the control plane cannot be reached now; None while it answers."""
     older: var[dict[str, str]] = var(dict, always_update=True)
     """The states only older versions with live tokens have, with their version's 8 hex digits
     (the states panel shows them after the current version's)."""
     read_only: var[bool] = var(False)
-    """The console's token may only read (`GET /health` answers `"access": "read"`, spec 97 §3):
+    """The console's token may only read (`GET /health` answers `"access": "read"`):
     the keys that act show `read only` and do nothing."""
 
     def __init__(
@@ -235,10 +235,10 @@ class ConsoleApp(App[None]):
         if stats is not None:
             await self._older_graphs(versions_of(stats))
             self.stats = stats
-        # A control plane older than spec 80 refuses it (404): no inbox is shown then.
+        # A control plane without an inbox refuses it (404): no inbox is shown then.
         # One page of INBOX_LIMIT, its `next` saying that more wait (`inbox 100+`). Not the
         # `waiting` of /stats instead: those count every waiting task, while the inbox holds
-        # those of active and paused tokens only (spec 80 §6, control/api/inbox.py), Postgres
+        # those of active and paused tokens only (control/api/inbox.py), Postgres
         # folds them in the background, and the `i` screen lists these entries.
         self.inbox = await self.call(self.plane.inbox(limit=INBOX_LIMIT), quiet=True)
         if self._job_id is not None:
@@ -352,7 +352,7 @@ class ConsoleApp(App[None]):
         self.push_screen(cached)
 
     def action_versions(self) -> None:
-        """Open the versions of the workflow (spec 90 §3) over the current screen."""
+        """Open the versions of the workflow over the current screen."""
         if not isinstance(self.screen, VersionsScreen):
             self.push_screen(VersionsScreen())
 
@@ -388,7 +388,7 @@ class ConsoleApp(App[None]):
         yield SystemCommand("Help", "The keys of this screen (?)", self.action_help)
         commands = getattr(screen, "palette_commands", None)
         if callable(commands):
-            # A read-only console offers no command that acts (spec 97 §3).
+            # A read-only console offers no command that acts.
             yield from (c for c in commands() if not (self.read_only and _acts(c.callback)))
 
     def watch_read_only(self, _read_only: bool) -> None:

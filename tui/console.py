@@ -48,14 +48,14 @@ class Console(Protocol):
 
     @property
     def job(self) -> dict[str, Any] | None:
-        """The bulk job the console follows (spec 80 §2), as last polled; None: none."""
+        """The bulk job the console follows, as last polled; None: none."""
 
     def follow_job(self, job: int) -> None:
         """Follow a bulk job in the status bar until it ends."""
 
     @property
     def read_only(self) -> bool:
-        """The console's token may only read (spec 97 §3)."""
+        """The console's token may only read."""
 
     @property
     def unreachable(self) -> str | None:

@@ -1,4 +1,4 @@
-"""How the console writes times, durations, statuses and lease bars (spec 60 §3)."""
+"""How the console writes times, durations, statuses and lease bars."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def styled(line: history.Line) -> Text:
 
 
 def token_line_text(token: Mapping[str, Any]) -> Text:
-    """The token line of spec 50 §3.2 exactly as `token show` prints it, in colour."""
+    """The token line exactly as `token show` prints it, in colour."""
     return styled(history.token_line(token))
 
 

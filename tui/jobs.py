@@ -1,4 +1,4 @@
-"""A bulk job's progress as the console shows it (spec 80 §2): pure text from `GET /bulk/{job}`."""
+"""A bulk job's progress as the console shows it: pure text from `GET /bulk/{job}`."""
 
 from __future__ import annotations
 

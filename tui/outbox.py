@@ -22,7 +22,7 @@ STALE_SECONDS = 60.0
 
 @dataclass(frozen=True)
 class OutboxMessage:
-    """One row of the outbox's `messages` table (spec 40 §5.1)."""
+    """One row of the outbox's `messages` table."""
 
     id: int
     task: int

@@ -18,7 +18,7 @@ class FormError(ValueError):
 def workflow_body(graph: dict[str, Any], token: dict[str, Any]) -> dict[str, Any]:
     """The body (states, events, transitions) of the workflow a token runs.
 
-    A child's id is `<parent>.<state>.<visit>.<workflow>` (spec 10 §2.8), which names its workflow.
+    A child's id is `<parent>.<state>.<visit>.<workflow>`, which names its workflow.
     """
     parent = token.get("parent")
     if isinstance(parent, str):

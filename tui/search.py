@@ -1,5 +1,5 @@
 """What `/` on the tokens screen takes: an id prefix, and `KEY=VALUE` words that find tokens by
-their context's search keys (spec 95 §1), such as `customer=acme order_id=4711`."""
+their context's search keys, such as `customer=acme order_id=4711`."""
 
 from __future__ import annotations
 

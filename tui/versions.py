@@ -1,4 +1,4 @@
-"""The versions of the workflow as the console shows them (spec 90 §3, §5): pure text from
+"""The versions of the workflow as the console shows them: pure text from
 `GET /workflow/versions` (also `/stats`' `versions`) and a bulk `migrate`'s dry run.
 
 The names and the refusals line are the CLI's too (`stateous.model.versions`).
@@ -16,7 +16,7 @@ Versions = Sequence[Mapping[str, Any]]
 
 
 def versions_of(stats: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
-    """`/stats`' `versions` (none from a control plane older than spec 90)."""
+    """`/stats`' `versions` (none from a control plane that serves no versions side by side)."""
     found = (stats or {}).get("versions")
     return [row for row in found if isinstance(row, Mapping)] if isinstance(found, list) else []
 

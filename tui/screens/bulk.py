@@ -1,4 +1,4 @@
-"""Bulk jobs in the console (spec 80 §2): the `b` screen of jobs, and the confirmation that a
+"""Bulk jobs in the console: the `b` screen of jobs, and the confirmation that a
 selection's `p` `r` `c` `f` ask for (the action, the count from a dry run, a reason field)."""
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ class BulkConfirmScreen(GuardedModal[BulkChoice | None]):
         self.to = to
         """A migrate's target version, as people read it (8 hex digits)."""
         self.refused = refused
-        """A migrate's dry run's `refused: …` line (spec 90 §5)."""
+        """A migrate's dry run's `refused: …` line."""
 
     def question(self) -> str:
         """The question, the selection, the first ids (and a migrate's refusals)."""

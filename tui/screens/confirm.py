@@ -30,7 +30,7 @@ ANSWER_BINDINGS: list[BindingType] = [
 
 
 def reason_field(kept: str = "in the history", enter: str = "yes") -> Input:
-    """The optional reason of spec 80 §1, sent as the act's `by.reason`; `enter` in it does
+    """The operator's optional reason, sent as the act's `by.reason`; `enter` in it does
     `enter` (answers yes, or sends a form)."""
     return Input(placeholder=f"reason (optional, kept {kept}; enter: {enter})", id=REASON_ID)
 
@@ -58,7 +58,7 @@ class ConfirmScreen(GuardedModal[bool]):
         self.yes = yes
         self.asks_reason = reason
         self.reason_text = ""
-        """With `reason`: the text of the reason field when yes was chosen (spec 80 §1)."""
+        """With `reason`: the text of the reason field when yes was chosen."""
 
     def compose(self) -> ComposeResult:
         """The question, the keys, the reason field (when asked) and two buttons."""

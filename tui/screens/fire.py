@@ -28,7 +28,7 @@ from stateous.tui.unexpected import GuardedModal
 
 class FireScreen(GuardedModal[bool]):
     """A form: the event, its payload as JSON, an optional idempotency key (`k`) and an optional
-    reason (spec 80 §1; `enter` in it sends, as `ctrl+s` does).
+    reason (`enter` in it sends, as `ctrl+s` does).
 
     Dismissed with True once the control plane took the event (also a duplicate).
     """

@@ -1,4 +1,4 @@
-"""`i`: the tokens waiting for a person (spec 80 §6); `enter` opens the fire form of one."""
+"""`i`: the tokens waiting for a person; `enter` opens the fire form of one."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`l`: every held task by lease remaining, the supervisors, and the queue per state (§2.3)."""
+"""`l`: every held task by lease remaining, the supervisors, and the queue per state."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def supervisor_rows(
     held: list[dict[str, Any]], registry: list[dict[str, Any]] | None, now: datetime
 ) -> tuple[list[list[Text]], list[str]]:
     """The supervisors panel: each supervisor holding a task, and each registered one that is
-    not gone (spec 80 §5), by name; its status from the registry (`-` without one)."""
+    not gone, by name; its status from the registry (`-` without one)."""
     counts = per_supervisor(held)
     status = {str(e.get("supervisor")): str(e.get("status")) for e in registry or []}
     names = sorted({*counts, *(name for name, s in status.items() if s != "gone")})
@@ -148,7 +148,7 @@ class LeasesScreen(PollingScreen):
         queued = await call(plane.tasks(status="queued", limit=1000))
         if claimed is None or waiting is None or queued is None:
             return
-        # A control plane older than spec 80 has no registry (404): the held tasks tell then.
+        # A control plane without the supervisor registry answers 404: the held tasks tell then.
         registry = await call(plane.supervisors(), quiet=True)
         held = sorted(claimed + waiting, key=lease_order)
         await self._learn_claims(held)

@@ -1,4 +1,4 @@
-"""`M` (spec 90 §5): move a token, or every token of a `*` selection, to the current version,
+"""`M`: move a token, or every token of a `*` selection, to the current version,
 after a confirmation that shows what a dry run found refused.
 
 One token's check is a bulk dry run of the one id (`{"tokens": [id]}`): the control plane runs

@@ -1,5 +1,5 @@
-"""`o`: the supervisors the control plane knows (spec 80 §5), then each supervisor folder's
-status, running grants and outbox, read-only (spec 60 §2.4)."""
+"""`o`: the supervisors the control plane knows, then each supervisor folder's
+status, running grants and outbox, read-only."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from stateous.tui.screens.fire import FireScreen
 from stateous.tui.screens.read_only import ReadOnlyScreen, with_read_only
 from stateous.tui.screens.start import StartScreen
 
-# Each with its `read only` twin (spec 97 §3: a console whose token may only read).
+# Each with its `read only` twin (for a console whose token may only read).
 STEERING_BINDINGS = with_read_only(
     [
         Binding("p", "steer('pause')", "Pause"),

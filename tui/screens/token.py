@@ -1,4 +1,4 @@
-"""`enter`: one token, with live history, tasks, timers, memory, context and children (§2.2)."""
+"""`enter`: one token, with live history, tasks, timers, memory, context and children."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ class TokenScreen(PollingScreen, RepairScreen):
         self.memory: list[dict[str, Any]] = []
 
     def compose(self) -> ComposeResult:
-        """Status bar, banner, the token line, its findings (spec 80 §4), tabs, footer."""
+        """Status bar, banner, the token line, its findings, tabs, footer."""
         yield StatusBar()
         yield Banner()
         yield Static(Text(f"{self.token_id}: loading"), classes="title", id="line")

@@ -1,4 +1,4 @@
-"""`t`: the tokens screen, with the states panel, filters and search (spec 60 §2.1)."""
+"""`t`: the tokens screen, with the states panel, filters and search."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ COLUMNS = (
     ("parent", "parent", 12),
 )
 VERSION = ("version", "version", 8)
-"""The version column (spec 90 §5), before the parent, while tokens live on several versions."""
+"""The version column, before the parent, while tokens live on several versions."""
 WITH_VERSION = (*COLUMNS[:-1], VERSION, COLUMNS[-1])
 
 
@@ -122,11 +122,11 @@ class TokensScreen(PollingScreen, RepairScreen):
         self.state_filter: str | None = None
         self.prefix = ""
         self.search = Search()
-        """What `/` holds: the id prefix, and the context keys that find tokens (spec 95 §1)."""
+        """What `/` holds: the id prefix, and the context keys that find tokens."""
         self._search_refused: tuple[tuple[str, ...], str | None] | None = None
         self.hide_children = False
         self.selection: dict[str, Any] | None = None
-        """With `*` (spec 80 §2): the filter whose every token `p` `r` `c` `f` `R` act on."""
+        """With `*`: the filter whose every token `p` `r` `c` `f` `R` act on."""
         self._keys: list[str] = []
         self._fixed: dict[tuple[object, ...], list[Cell]] = {}
         self._filters_shown = ""
@@ -296,7 +296,7 @@ class TokensScreen(PollingScreen, RepairScreen):
 
     @staticmethod
     def _version(token: dict[str, Any], names: dict[str, str]) -> Text:
-        """The 8 hex digits of the version the token runs on (spec 90 §5)."""
+        """The 8 hex digits of the version the token runs on."""
         return Text(token_version(token, names), style="magenta")
 
     def _age(self, entered: datetime | None) -> Text:
@@ -448,7 +448,7 @@ class TokensScreen(PollingScreen, RepairScreen):
             self._filters_changed()
         self.query_one("#tokens", TokenList).focus()
 
-    # ------------------------------------------------------------------ bulk (spec 80 §2)
+    # ------------------------------------------------------------------ bulk
 
     def current_filter(self) -> dict[str, Any]:
         """The bulk filter of the filters shown: status, state, id prefix, context keys (top tokens
@@ -526,7 +526,7 @@ class TokensScreen(PollingScreen, RepairScreen):
 
     @work(exclusive=True, group="steer")
     async def bulk_migrate(self, selection: dict[str, Any]) -> None:
-        """A dry run's count and refusals, confirm with a reason, start the job (spec 90 §5);
+        """A dry run's count and refusals, confirm with a reason, start the job;
         a selection refused whole asks nothing, as in the CLI."""
         target = await self.current_target()
         if target is None:

@@ -1,4 +1,4 @@
-"""`v`: the versions of the workflow on record and their live tokens (spec 90 §3, §5), as
+"""`v`: the versions of the workflow on record and their live tokens, as
 `stateous versions` lists them."""
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ class PollingScreen(GuardedScreen[None]):
     def on_screen_resume(self) -> None:
         """Back on screen: poll at once, then at the interval. The first showing, just after
         `start_polling`, asks nothing more: one poll, not two of which the second cancels the
-        first (spec 95 §3 counts one refresh's requests)."""
+        first (a refresh must stay a few requests)."""
         if self._timer is not None and self._suspended:
             self._suspended = False
             self._timer.resume()

@@ -21,7 +21,7 @@ def graph_states(graph: dict[str, Any] | None) -> list[str]:
 
 
 def unserved_states(stats: dict[str, Any] | None) -> list[str]:
-    """The states with queued tasks and no live supervisor (spec 80 §5), in `/stats` order.
+    """The states with queued tasks and no live supervisor, in `/stats` order.
 
     A control plane without the registry sends no `supervisors` count: nothing is unserved then.
     """

@@ -97,7 +97,7 @@ def render_status(
         for status in STATUSES:
             text.append(f"{status} ", style=STATUS_STYLES.get(status, ""))
             text.append(f"{counts.get(status, 0)}  ", style="bold")
-        # Spec 90 §5: only while tokens live on more than one version.
+        # Only while tokens live on more than one version.
         live = live_versions(versions_of(stats))
         if live > 1:
             text.append("versions ", style="cyan")
@@ -108,7 +108,7 @@ def render_status(
         # The console reads one page of INBOX_LIMIT entries: a next page is shown as `100+`.
         more = "+" if isinstance(inbox, Page) and inbox.next is not None else ""
         text.append(f"{len(inbox)}{more}", style="bold" if inbox else "dim")
-    if job is not None:  # the bulk job this console started (spec 80 §2)
+    if job is not None:  # the bulk job this console started
         running = job.get("status") == "running"
         text.append("  " + job_status_line(job), style="bold yellow" if running else "dim")
     return text
