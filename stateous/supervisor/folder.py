@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from stateous.client.url import valid_host
 from stateous.model.auth import AuthTokenError, read_token_file, token_from
 from stateous.model.errors import StateousError
+from stateous.model.versions import short
 from stateous.supervisor.routine import StateRef, routine_state
 
 __all__ = [
@@ -221,6 +222,51 @@ def _import_file(path: Path) -> ModuleType:
     return module
 
 
+def _load_problem(folder: Path, path: Path, exc: Exception) -> str:
+    """The sentence of a routine file that does not load. A routine that names a state, an
+    event or a model its folder's contract.py lacks was written for another version of the
+    workflow (a copy from another folder, say, or a contract.py copied over): that is said,
+    with the contract's version, instead of Python's AttributeError or ImportError."""
+    missing = _missing_in_contract(exc)
+    version = _contract_version(folder)
+    if missing is None or version is None:
+        return f"cannot load the routines in {folder}: {type(exc).__name__}: {exc}"
+    kind, name = missing
+    return (
+        f"{path.name} names the {kind} {name!r}, which the folder's contract.py (version "
+        f"{version}) does not have: the routine is for another version of the workflow; write "
+        f"the contract of its version with `stateous init supervisor URL {folder}` (add "
+        "`--checksum` for an older version)"
+    )
+
+
+#: What Python says of a name the contract lacks: `states.X`, `events.X`, `from contract import X`.
+_NO_ATTRIBUTE = re.compile(r"^type object '(states|events)' has no attribute '([^']+)'$")
+_NO_IMPORT = re.compile(r"^cannot import name '([^']+)' from 'contract'")
+
+
+def _missing_in_contract(exc: Exception) -> tuple[str, str] | None:
+    """(`state`, `event` or `name`, the name) when `exc` is a name the contract lacks."""
+    if isinstance(exc, AttributeError):
+        found = _NO_ATTRIBUTE.match(str(exc))
+        if found is not None:
+            return ("state" if found[1] == "states" else "event", found[2])
+    if isinstance(exc, ImportError):
+        found = _NO_IMPORT.match(str(exc))
+        if found is not None:
+            return ("name", found[1])
+    return None
+
+
+def _contract_version(folder: Path) -> str | None:
+    """The 8 hex digits of the folder's contract.py's checksum (None when it has none)."""
+    try:
+        found = _CHECKSUM_LINE.search((folder / "contract.py").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
+    return short(found.group(1)) if found is not None else None
+
+
 def _collect(
     module: ModuleType, found: dict[str, tuple[StateRef[Any], Callable[..., Any]]]
 ) -> None:
@@ -251,14 +297,13 @@ def load_routines(folder: Path) -> Registry:
         sys.path.remove(str(absolute))
     sys.path.insert(0, str(absolute))
     found: dict[str, tuple[StateRef[Any], Callable[..., Any]]] = {}
+    path = absolute
     try:
         for path in sorted(absolute.glob("*.py")):
             if not path.name.startswith("_"):
                 _collect(_import_file(path), found)
     except Exception as exc:
-        raise FolderError(
-            f"cannot load the routines in {absolute}: {type(exc).__name__}: {exc}"
-        ) from None
+        raise FolderError(_load_problem(absolute, path, exc)) from None
     if not found:
         raise FolderError(
             f"{absolute} has no routine: mark a function with @on_state(states.<state>)"

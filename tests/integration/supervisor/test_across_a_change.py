@@ -122,3 +122,45 @@ def _told_once_of_the_newer_version(running: Supervise, mark: int, url: str) -> 
 
 def _state(url: str, token: str) -> str:
     return str(httpx.get(f"{url}/tokens/{token}", timeout=10).json()["state"])
+
+
+#: A routine of the changed version (B): `draft` also emits `withdrawn`, unknown to A's contract.
+WITHDRAW = """
+from stateous import on_state
+
+from contract import ItemContext, events, states
+
+
+@on_state(states.draft)
+def draft(ctx: ItemContext) -> events.withdrawn:
+    return events.withdrawn()
+"""
+#: A routine of a version with a `checking` state, and one with a context model A lacks.
+CHECKING = WITHDRAW.replace("states.draft", "states.checking")
+MODEL = DRAFT.replace("ItemContext", "OrderContext")
+
+
+def test_a_routine_of_another_version_is_named_with_the_contracts_version(
+    tmp_path: Path,
+) -> None:
+    """A routine that names a state, an event or a model the folder's contract.py lacks (a
+    contract.py copied over the new one's, or a routine from another version's folder) stops
+    `supervise` with one sentence naming the file, the name and the contract's version."""
+    write_graph(tmp_path, ORDERS)
+    with serve_process(tmp_path / "orders.json", sqlite_url(tmp_path), cwd=tmp_path) as plane:
+        folder = _folder(tmp_path, plane.url)
+        where = folder.resolve()
+        for routine, kind, name in (
+            (CHECKING, "state", "checking"),
+            (WITHDRAW, "event", "withdrawn"),
+            (MODEL, "name", "OrderContext"),
+        ):
+            (folder / "draft.py").write_text(routine, encoding="utf-8")
+            done = stateous("supervise", str(folder))
+            assert (done.returncode, done.stderr.splitlines()[-1]) == (
+                1,
+                f"error: draft.py names the {kind} {name!r}, which the folder's contract.py "
+                f"(version {OLD[7:15]}) does not have: the routine is for another version of "
+                f"the workflow; write the contract of its version with `stateous init "
+                f"supervisor URL {where}` (add `--checksum` for an older version)",
+            )
