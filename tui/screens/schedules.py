@@ -1,16 +1,17 @@
-"""`s`: the schedules (spec 97 §1), their next run and last token; `p`/`r` pause or resume the
-one under the cursor."""
+"""`s`: the schedules, their next run, last token and last slot that failed; `p`/`r` pause or
+resume the one under the cursor, whose last error is written out under the table."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Footer, Static
 
+from stateous.model.schedules import error_fixed
 from stateous.tui.format import local_time
 from stateous.tui.screens.read_only import ReadOnlyScreen, with_read_only
 from stateous.tui.widgets import Banner, StatusBar
@@ -24,6 +25,7 @@ COLUMNS = (
     ("next run", "next"),
     ("last token", "last"),
     ("last run", "last_at"),
+    ("last error", "last_error"),
 )
 HINT = "p: pause, r: resume the schedule under the cursor (stateous schedule add makes one)"
 EMPTY = "No schedule: stateous schedule add NAME --cron '0 9 * * 1-5' makes one."
@@ -45,7 +47,35 @@ def schedule_row(schedule: dict[str, Any]) -> list[Text]:
         Text("-" if paused or not next_at else local_time(next_at, with_date=True)),
         Text(str(schedule.get("last_token") or "-")),
         Text(local_time(schedule["last_at"], with_date=True) if schedule.get("last_at") else "-"),
+        error_cell(schedule),
     ]
+
+
+def error_cell(schedule: dict[str, Any]) -> Text:
+    """When the last slot that failed was, in red; `fixed` in green once a later slot
+    started."""
+    if not schedule.get("last_error"):
+        return Text("-")
+    when = local_time(schedule.get("last_error_at"), with_date=True)
+    if error_fixed(schedule):
+        return Text(f"{when} fixed", style="green")
+    return Text(when, style="bold red")
+
+
+def error_line(schedule: dict[str, Any] | None) -> Text:
+    """The failed slots of the schedule under the cursor and why the last one failed."""
+    if schedule is None:
+        return Text("")
+    name = str(schedule.get("name"))
+    if not schedule.get("last_error"):
+        return Text(f"{name}: no slot failed", style="dim")
+    failures = int(schedule.get("failures") or 0)
+    when = local_time(schedule.get("last_error_at"), with_date=True)
+    fixed = error_fixed(schedule)
+    line = Text(f"{name}: {failures} slot{'' if failures == 1 else 's'} failed; the last, {when}")
+    line.append(" (fixed: a later slot started)" if fixed else "", style="green")
+    line.append(f": {schedule.get('last_error')}", style="dim" if fixed else "red")
+    return line
 
 
 class SchedulesScreen(PollingScreen, ReadOnlyScreen):
@@ -53,6 +83,13 @@ class SchedulesScreen(PollingScreen, ReadOnlyScreen):
 
     TITLE = "schedules"
     AUTO_FOCUS = "#schedules"
+    DEFAULT_CSS = """
+    #schedule-error {
+        height: auto;
+        max-height: 4;
+        padding: 0 1;
+    }
+    """
     BINDINGS: ClassVar[list[BindingType]] = [
         *with_read_only(
             [
@@ -72,6 +109,7 @@ class SchedulesScreen(PollingScreen, ReadOnlyScreen):
         yield Banner()
         yield Static(HINT, classes="filters", id="schedules-hint")
         yield DataTable(id="schedules", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="schedule-error")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -99,6 +137,12 @@ class SchedulesScreen(PollingScreen, ReadOnlyScreen):
         )
         hint = HINT if rows else EMPTY if schedules is not None else NO_SCHEDULES
         self.query_one("#schedules-hint", Static).update(hint)
+        self._show_error()
+
+    @on(DataTable.RowHighlighted, "#schedules")
+    def _show_error(self) -> None:
+        """The last error of the schedule under the cursor, under the table."""
+        self.query_one("#schedule-error", Static).update(error_line(self.chosen()))
 
     def chosen(self) -> dict[str, Any] | None:
         """The schedule under the cursor."""

@@ -1,5 +1,6 @@
 """The console's `s` screen against the real API (SQLite, a fake clock): the
-schedules with their next run and last token, `p`/`r` to pause and resume (with the console's
+schedules with their next run, last token and last slot that failed (and the error of the one
+under the cursor, until a later slot fixes it), `p`/`r` to pause and resume (with the console's
 `by` in the audit), `S` from the tokens screen where `s` starts a token, and a read-only
 console's keys doing nothing. Pilot tests and one SVG snapshot."""
 
@@ -19,6 +20,7 @@ from stateous.control.ticker import Ticker
 from stateous.model.auth import Grant
 from stateous.tui.screens.schedules import SchedulesScreen
 from stateous.tui.screens.start import StartScreen
+from tests.integration.control.test_schedule_routes import OWNER, serve_newer
 from tests.integration.tui.test_console_ops import Scene, settle
 from tests.support import sqlite_url
 from tests.support.app import running_api
@@ -44,6 +46,15 @@ def scene(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Scene]:
         scene.http.close()
 
 
+@pytest.fixture
+def failed(scene: Scene) -> Scene:
+    """The scene, then a version whose model needs an `owner`: `hourly`'s 22:00 slot fails."""
+    serve_newer(scene.api, scene.clock)
+    scene.clock.advance(3600)  # 22:00:44
+    Ticker(scene.api.plane).tick()
+    return scene
+
+
 async def open_schedules(pilot: Pilot[Any], key: str = "s") -> DataTable[Any]:
     """`s` from the outboxes screen (on the tokens screen `s` starts a token), `S` from the
     tokens screen."""
@@ -67,9 +78,46 @@ async def test_s_lists_the_schedules_with_next_run_and_last_token(scene: Scene) 
         table = await open_schedules(pilot, "S")
         assert rows(table) == [
             ["hourly", "0 * * * *", "UTC", "2026-10-16 22:00:00", "hourly-20261016T2100",
-             "2026-10-16 21:00:00"],
-            ["nightly paused", "30 2 * * *", "Europe/Paris", "-", "-", "-"],
+             "2026-10-16 21:00:00", "-"],
+            ["nightly paused", "30 2 * * *", "Europe/Paris", "-", "-", "-", "-"],
         ]  # fmt: skip
+        assert error(pilot) == "hourly: no slot failed"
+
+
+def error(pilot: Pilot[Any]) -> str:
+    """The line under the table: the last error of the schedule under the cursor."""
+    return str(pilot.app.screen.query_one("#schedule-error", Static).render())
+
+
+async def test_a_slot_that_failed_is_shown_until_a_later_one_starts(failed: Scene) -> None:
+    app = failed.console()
+    async with app.run_test(size=(130, 24)) as pilot:
+        table = await open_schedules(pilot, "S")
+        assert rows(table)[0][3:] == [
+            "2026-10-16 23:00:00", "hourly-20261016T2100", "2026-10-16 21:00:00",
+            "2026-10-16 22:00:00",
+        ]  # fmt: skip
+        assert error(pilot) == (
+            "hourly: 1 slot failed; the last, 2026-10-16 22:00:00: the token "
+            f"'hourly-20261016T2200' did not start: {OWNER}"
+        )
+        await pilot.press("down")
+        await settle(pilot)
+        assert error(pilot) == "nightly: no slot failed"
+        fixed = {"cron": "0 * * * *", "context": {"title": "h", "owner": "ops"}}
+        assert failed.http.put("/schedules/hourly", json=fixed).status_code == 200
+        failed.clock.advance(3600)  # 23:00:44: the slot of 23:00 starts
+        Ticker(failed.api.plane).tick()
+        await pilot.press("up")
+        screen = pilot.app.screen
+        assert isinstance(screen, SchedulesScreen)
+        screen.refresh_now()
+        await wait_for(pilot, lambda: rows(table)[0][4] == "hourly-20261016T2300")
+        assert rows(table)[0][6] == "2026-10-16 22:00:00 fixed"
+        assert error(pilot) == (
+            "hourly: 1 slot failed; the last, 2026-10-16 22:00:00 (fixed: a later slot started): "
+            f"the token 'hourly-20261016T2200' did not start: {OWNER}"
+        )
 
 
 async def test_p_and_r_pause_and_resume_the_schedule_under_the_cursor(scene: Scene) -> None:
@@ -112,11 +160,11 @@ async def test_without_schedules_the_screen_says_how_to_make_one(tmp_path: Path)
         scene.http.close()
 
 
-def test_snapshot_schedules_screen(snap_compare: Snap, scene: Scene) -> None:
+def test_snapshot_schedules_screen(snap_compare: Snap, failed: Scene) -> None:
     async def schedules(pilot: Pilot[Any]) -> None:
         await open_schedules(pilot, "S")
 
-    assert snap_compare(scene.console(), terminal_size=(110, 16), run_before=schedules)
+    assert snap_compare(failed.console(), terminal_size=(130, 16), run_before=schedules)
 
 
 async def test_a_read_only_console_lists_the_schedules_and_p_does_nothing(
