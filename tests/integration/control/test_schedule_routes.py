@@ -95,8 +95,11 @@ BAD_BODIES: list[tuple[dict[str, Any], str]] = [
     ({**NIGHTLY, "catch_up": "every"}, "'catch_up' is one of none, last, all"),
     ({**NIGHTLY, "by": {"actor": ""}}, "'by.actor' is a text of 1 to 64"),
     ({"name": "nightly", "cron": "0 21 * * *"}, NO_TITLE),
-    ({**NIGHTLY, "context": {"title": 5}}, "'context' cannot start a token of the version "
-     "served now (orders: title: 5 is not of type 'string')"),
+    (
+        {**NIGHTLY, "context": {"title": 5}},
+        "'context' cannot start a token of the version "
+        "served now (orders: title: 5 is not of type 'string')",
+    ),
 ]
 
 
