@@ -1,0 +1,131 @@
+"""The "Try it" walkthrough of docs/changing-a-workflow.md, run command by command as written.
+
+The page is read when the test runs, as test_readme.py reads the README: a `bash` block holds
+commands, the `text` block after a command holds what it prints, and a `python` block whose
+first line is `# <path>` is a file to write. The walkthrough starts where the README's leaves
+off (its control plane and supervisor running in `orders-tour`), which the test sets up first.
+`stateous serve` listens on a free port instead of 8080 (a second `serve` first stops the one
+running, as the page says to), and what differs from one run to the next (times, checksums) is
+compared by its shape.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import time
+from pathlib import Path
+
+from tests.e2e.test_readme import (
+    DEFAULT_URL,
+    Background,
+    Walkthrough,
+    blocks,
+    commands,
+    run,
+)
+from tests.support import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+CHANGING = ROOT / "docs" / "changing-a-workflow.md"
+#: What changes from one run to the next, and what it is compared as.
+VARYING = [
+    (re.compile(r"\b\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\b"), "YYYY-MM-DD HH:MM:SS"),
+    (re.compile(r"^\d\d:\d\d:\d\d  ", re.MULTILINE), "HH:MM:SS  "),
+    (re.compile(r"sha256:[0-9a-f]{8}…"), "sha256:<8 hex>…"),
+    (re.compile(r"\b[0-9a-f]{12}\b"), "<12 hex>    "),
+]
+
+
+def section(text: str, title: str) -> str:
+    """The Markdown of the section `## title`, to the next `## `."""
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end >= 0 else len(text)]
+
+
+def shape(text: str) -> str:
+    """`text` with its times and checksums replaced by their shapes."""
+    for pattern, replacement in VARYING:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _serve(line: str, tour: Walkthrough) -> str:
+    """Stop the `serve` that runs (Ctrl-C, as the page says), start this one, and answer its
+    lines from `serving on` once the line after it came (or a few seconds passed)."""
+    for job in [j for j in tour.running if j.process.args[1] == "serve"]:  # type: ignore[index]
+        assert job.stop() == 0
+        tour.running.remove(job)
+    job = tour.start([*shlex.split(line), "--listen", tour.url.removeprefix("http://")])
+    job.wait_for("serving on ")
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and len(_from_serving(job)) < 2:
+        time.sleep(0.05)
+    return "".join(f"{found}\n" for found in _from_serving(job))
+
+
+def _from_serving(job: Background) -> list[str]:
+    lines = list(job.lines)
+    first = next(i for i, found in enumerate(lines) if found.startswith("serving on "))
+    return lines[first:]
+
+
+def step(line: str, tour: Walkthrough) -> str:
+    """One command line of the page, with the control plane's URL the test's."""
+    line = line.replace(DEFAULT_URL, tour.url)
+    if line.startswith("stateous serve "):
+        return _serve(line, tour)
+    return run(line, tour)
+
+
+def readme_left_off(tour: Walkthrough) -> Background:
+    """`orders-tour` as the README's walkthrough leaves it: its control plane and supervisor
+    running (the README's routines); answers the supervisor."""
+    (tour.cwd / "orders-tour").mkdir()
+    tour.cwd = tour.cwd / "orders-tour"
+    run("stateous init workflow orders", tour)
+    _serve("stateous serve orders/build/orders.json", tour)
+    run("stateous init supervisor orders/flow.py orders-supervisor", tour)
+    for name in ("draft.py", "review.py"):
+        shutil.copy(ROOT / "examples" / "orders-supervisor" / name, tour.cwd / "orders-supervisor")
+    run("stateous supervise orders-supervisor", tour)
+    return tour.running[-1]
+
+
+def test_the_walkthrough_of_changing_a_workflow(tmp_path: Path) -> None:
+    dropped = ("STATEOUS_URL", "VIRTUAL_ENV", "MAKEFLAGS", "MAKELEVEL", "MFLAGS")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
+    env["PATH"] = f"{ROOT / '.venv' / 'bin'}{os.pathsep}{env['PATH']}"
+    url = f"http://127.0.0.1:{free_port()}"
+    tour = Walkthrough(
+        cwd=tmp_path, env={**env, "STATEOUS_URL": url, "PYTHONUNBUFFERED": "1"}, url=url
+    )
+    ran: list[str] = []
+    try:
+        old_supervisor = readme_left_off(tour)
+        line = ""
+        for language, body in blocks(section(CHANGING.read_text(encoding="utf-8"), "Try it")):
+            if language == "bash":
+                for line in commands(body):
+                    tour.last = step(line, tour)
+                    ran.append(line)
+            elif language == "text":
+                assert shape(tour.last) == shape(tour.expected(body)), line
+            elif language == "python":
+                first, _, _ = body.partition("\n")
+                (tour.cwd / first.removeprefix("# ").strip()).write_text(body, encoding="utf-8")
+        older = old_supervisor.wait_for("this supervisor serves an older version")
+        assert shape(older.split(": ", 1)[1]) == shape(
+            "this supervisor serves an older version (sha256:5d372a02…); new tokens start on "
+            "sha256:babb2ce7…; it runs the 1 live token(s) of its version"
+        )
+        stops = [job.stop() for job in reversed(tour.running)]
+    finally:
+        for job in tour.running:
+            job.stop()
+    assert stops == [0, 0, 0]
+    assert "stateous token migrate ORDER-3" in ran
+    assert "cp orders-supervisor/draft.py orders-supervisor/review.py orders-supervisor-v2/" in ran
