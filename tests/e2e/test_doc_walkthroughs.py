@@ -1,4 +1,5 @@
-"""The "Try it" walkthrough of docs/changing-a-workflow.md, run command by command as written.
+"""The walkthroughs of docs/: changing-a-workflow.md's "Try it", run command by command as
+written, and data.md's rows of ORDER-1, which must be those the README's walkthrough leaves.
 
 The page is read when the test runs, as test_readme.py reads the README: a `bash` block holds
 commands, the `text` block after a command holds what it prints, and a `python` block whose
@@ -129,3 +130,22 @@ def test_the_walkthrough_of_changing_a_workflow(tmp_path: Path) -> None:
     assert stops == [0, 0, 0]
     assert "stateous token migrate ORDER-3" in ran
     assert "cp orders-supervisor/draft.py orders-supervisor/review.py orders-supervisor-v2/" in ran
+
+
+def test_the_rows_of_order_1_in_data_md_are_those_the_walkthrough_leaves() -> None:
+    """docs/data.md's ledger table of ORDER-1, read at test time, is the one the getting-started
+    walkthrough's real run leaves (tests/e2e/test_getting_started.py checks those rows in the
+    database)."""
+    import json
+
+    from tests.e2e.test_getting_started import ORDER_1_LEDGER
+
+    text = section(
+        (ROOT / "docs" / "data.md").read_text(encoding="utf-8"), "ORDER-1, after it completed"
+    )
+    rows = [line for line in text.splitlines() if re.match(r"^\| \d+ \|", line)]
+    table = []
+    for row in rows:
+        seq, kind, data = (cell.strip() for cell in row.strip("|").split("|", 2))
+        table.append((int(seq), kind, json.loads(data.strip("`"))))
+    assert table == [(i, kind, data) for i, (kind, data) in enumerate(ORDER_1_LEDGER, start=1)]
