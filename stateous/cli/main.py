@@ -26,7 +26,7 @@ _rich_help_on_a_terminal()
 
 # Imported after the patch above, so that LazyGroup and every command take Rich's help.
 from stateous.cli.lazy import LazyGroup  # noqa: E402
-from stateous.model.errors import StateousError  # noqa: E402
+from stateous.model.errors import INTERRUPTED_EXIT, Interrupted, StateousError  # noqa: E402
 
 CONTEXT_SETTINGS = {"help_option_names": ["--help"], "max_content_width": 100}
 
@@ -108,6 +108,15 @@ def _with_usage_line(exc: click.UsageError, argv: list[str]) -> None:
     exc.ctx = ctx  # show() reads only the context
 
 
+def _say_interrupted(exc: Interrupted) -> None:
+    """Print what an interrupted command did on stderr, then exit with its code."""
+    if sys.stderr.isatty():
+        click.echo(err=True)  # the terminal echoed `^C` on the current line
+    for line in exc.lines:
+        click.echo(line, err=True)
+    sys.exit(exc.exit_code)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the command; expected errors print one `error:` line and exit 1."""
     try:
@@ -125,7 +134,13 @@ def _run(argv: list[str] | None) -> None:
         cli.main(args=argv, prog_name="stateous", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.Abort:
+    except Interrupted as exc:
+        _say_interrupted(exc)
+    except click.Abort as exc:
+        # click turns a Ctrl-C that no command noted into Abort (after a newline on stderr).
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            click.echo("interrupted", err=True)
+            sys.exit(INTERRUPTED_EXIT)
         sys.exit(1)
     except click.exceptions.NoArgsIsHelpError as exc:
         # `stateous`, `stateous init`, `stateous token` alone: their help, as with --help.

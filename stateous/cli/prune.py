@@ -18,6 +18,7 @@ from typing import IO, Any
 import click
 
 from stateous.cli.ask import ask_yes
+from stateous.cli.interrupt import finish_first, on_interrupt
 from stateous.cli.params import IsoTime
 from stateous.cli.token import control_plane, url_option, wrong_shape
 from stateous.client import Client
@@ -167,6 +168,8 @@ class Tally:
     tokens: int = 0
     size: int = 0
     skipped: dict[str, int] | None = None
+    in_hand: int = 0
+    """The tokens of a page being written and pruned (0 between pages)."""
 
     def skip(self, codes: dict[str, int]) -> None:
         """Add a prune's skipped tokens."""
@@ -214,21 +217,45 @@ class _Bar:
 
 
 def prune_all(client: Client, ended_before: str, export: Path | None, total: int | None) -> Tally:
-    """Page, write each page (with `export`), then prune its ids."""
+    """Page, write each page (with `export`), then prune its ids.
+
+    Ctrl-C lets the page in hand be written and pruned, then ends the command with what was
+    pruned (`Interrupted`); a second Ctrl-C stops at once."""
     tally = Tally()
-    with _Bar(total) as advance:
+    with on_interrupt(lambda: interrupted_lines(tally, export)), _Bar(total) as advance:
         for entries in pages(client, ended_before):
-            lines = b"".join(entry_line(entry) for entry in entries)
-            if export is not None:
-                append_durably(export, lines)  # before the prune: the file keeps what goes
-            ids = [str(entry["token"]["token"]) for entry in entries]
-            answer = client.prune(ids, ended_before)
-            pruned = int(answer.get("pruned", 0))
-            tally.tokens += pruned
-            tally.size += len(lines)
-            tally.skip(dict(answer.get("skipped") or {}))
+            with finish_first():
+                tally.in_hand = len(entries)
+                lines = b"".join(entry_line(entry) for entry in entries)
+                if export is not None:
+                    append_durably(export, lines)  # before the prune: the file keeps what goes
+                ids = [str(entry["token"]["token"]) for entry in entries]
+                answer = client.prune(ids, ended_before)
+                pruned = int(answer.get("pruned", 0))
+                tally.tokens += pruned
+                tally.size += len(lines)
+                tally.skip(dict(answer.get("skipped") or {}))
+                tally.in_hand = 0
             advance(len(ids))
     return tally
+
+
+def interrupted_lines(tally: Tally, export: Path | None) -> list[str]:
+    """What a Ctrl-C leaves: what was pruned, a page that may be half done, how to go on.
+
+    Every page is pruned from the oldest id that is left, so the same command prunes the rest
+    (with a duration, counted again from now); with --export it appends to the same file."""
+    said, in_hand = [f"interrupted: {summary(tally, export)}"], tally.in_hand
+    if in_hand and export is not None:
+        said.append(
+            f"{in_hand:,} more tokens are in {export} and may not be pruned: a second run "
+            "writes again those that are not, and import skips a token already there"
+        )
+    elif in_hand:
+        said.append(f"{in_hand:,} more tokens were being pruned: some may be gone")
+    goes_on = f", appending to {export}" if export is not None else ""
+    said.append(f"to go on, run the same command again: it prunes the rest{goes_on}")
+    return said
 
 
 def summary(tally: Tally, export: Path | None) -> str:

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import click
 
+from stateous.cli.interrupt import on_interrupt
 from stateous.control.settings import DEFAULT_DB_URL, DEFAULT_LISTEN, Settings
 from stateous.event_loop import loop_factory
 from stateous.model.durations import DurationError, parse_duration
+from stateous.model.errors import STOPPED_WHILE_STARTING
 
 
 def _retain(_ctx: click.Context, _param: click.Parameter, text: str | None) -> timedelta | None:
@@ -78,8 +80,30 @@ def serve_command(
 
     GRAPH is the graph file that `stateous compile` wrote.
     """
+    # A Ctrl-C before the event loop runs (imports, the tokens file, --supervise's routines);
+    # once it runs, run_control_plane says the same for a stop before it serves.
+    with on_interrupt(lambda: [STOPPED_WHILE_STARTING]):
+        from stateous.control.runtime import run_control_plane
+
+        settings, extra = _prepare(
+            graph, db_url, listen, supervise, auth_token_file, replica, retain
+        )
+    code = asyncio.run(run_control_plane(settings, extra), loop_factory=loop_factory())
+    sys.exit(code)
+
+
+def _prepare(
+    graph: Path,
+    db_url: str,
+    listen: str,
+    supervise: Path | None,
+    auth_token_file: Path | None,
+    replica: bool,
+    retain: timedelta | None,
+) -> tuple[Settings, Callable[[str], Awaitable[int]] | None]:
+    """The settings of `serve`, logging set up, and the embedded supervisor if any."""
     from stateous.control.knobs import with_env_knobs
-    from stateous.control.runtime import run_control_plane, setup_logging
+    from stateous.control.runtime import setup_logging
     from stateous.model.auth import grants_from
 
     setup_logging()
@@ -103,8 +127,7 @@ def serve_command(
     extra = None
     if supervise is not None:
         extra = embedded_supervisor(supervise)
-    code = asyncio.run(run_control_plane(settings, extra), loop_factory=loop_factory())
-    sys.exit(code)
+    return settings, extra
 
 
 def embedded_supervisor(folder: Path) -> Callable[[str], Awaitable[int]]:

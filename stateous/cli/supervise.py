@@ -7,6 +7,9 @@ from pathlib import Path
 
 import click
 
+from stateous.cli.interrupt import on_interrupt
+from stateous.model.errors import STOPPED_WHILE_STARTING
+
 __all__ = ["supervise_command"]
 
 # The levels of --log-level, least to most quiet.
@@ -25,13 +28,11 @@ _LEVELS = ("debug", "info", "warning", "error")
 )
 def supervise_command(folder: str, log_level: str) -> None:
     """Run the routines of a supervisor's folder. Ctrl-C once: take no new tasks and wait for the running routines. Twice: cancel them and exit."""
-    from stateous.supervisor.logs import configure_logging
-    from stateous.supervisor.loop import supervise_folder
+    # A Ctrl-C before the stop handlers are installed ends the command with exit 1.
+    with on_interrupt(lambda: [STOPPED_WHILE_STARTING], exit_code=1):
+        from stateous.supervisor.logs import configure_logging
+        from stateous.supervisor.loop import supervise_folder
 
-    configure_logging(log_level)
-    try:
+        configure_logging(log_level)
         code = supervise_folder(Path(folder))
-    except KeyboardInterrupt:
-        # A Ctrl-C before the stop handlers are installed ends the command (spec 40 §4.2 step 8).
-        sys.exit(1)
     sys.exit(code)

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from stateous.cli.interrupt import finish_first, on_interrupt
 from stateous.client import Client
 from stateous.model.errors import StateousError
 
@@ -41,6 +42,10 @@ class Tally:
     started: int = 0
     existed: int = 0
     refusals: list[tuple[int, str]] = field(default_factory=list)
+    answered_to: int = 0
+    """The last line of the file whose batch was answered (batches go in the file's order)."""
+    sending: tuple[int, int] | None = None
+    """The first and last line of the batch in flight, if one is."""
 
     def add(self, line: Line, status: int, body: Any) -> None:
         """Count one answer (`201`, `200`, or a refusal with its sentence)."""
@@ -61,6 +66,26 @@ class Tally:
         refused = [text for _, text in sorted(self.refusals, key=lambda item: item[0])]
         summary = f"started {self.started}, already there {self.existed}, refused {len(refused)}"
         return [summary, *refused]
+
+    def interrupted_lines(self, path: Path) -> list[str]:
+        """What a Ctrl-C leaves: the counts up to the last line answered, the batch that may
+        have started unanswered, and how to go on."""
+        if self.answered_to == 0:
+            said = [f"interrupted before any line of {path} was answered"]
+        else:
+            refused = sum(1 for number, _ in self.refusals if number <= self.answered_to)
+            said = [
+                f"interrupted: started {self.started}, already there {self.existed}, refused "
+                f"{refused}, up to line {self.answered_to} of {path}"
+            ]
+        if self.sending is not None:
+            first, last = self.sending
+            said.append(f"lines {first} to {last} were being sent: some of them may have started")
+        said.append(
+            "to go on, run the same command again: a token that exists is left as it is, so "
+            "none starts twice"
+        )
+        return said
 
 
 # --- reading ----------------------------------------------------------------------------------
@@ -139,24 +164,34 @@ def cell_value(cell: str) -> Any:
 
 
 def start_file(client: Client, path: Path, reason: str | None = None) -> Tally:
-    """Start every line of `path` in batches; the tally of what happened to each."""
-    lines = read_lines(path)
+    """Start every line of `path` in batches; the tally of what happened to each.
+
+    Ctrl-C lets the batch in flight be answered, then ends the command with the counts so far
+    (`Interrupted`); a second Ctrl-C stops at once."""
     tally = Tally()
-    sendable = [line for line in lines if line.body is not None]
-    for line in lines:
-        if line.problem is not None:
-            tally.refuse(line, line.problem)
+    with on_interrupt(lambda: tally.interrupted_lines(path)):
+        lines = read_lines(path)
+        for line in lines:
+            if line.problem is not None:
+                tally.refuse(line, line.problem)
+        _send(client, [line for line in lines if line.body is not None], tally, reason)
+    return tally
+
+
+def _send(client: Client, sendable: list[Line], tally: Tally, reason: str | None) -> None:
     with _progress(len(sendable)) as advance:
         for start in range(0, len(sendable), BATCH):
             group = sendable[start : start + BATCH]
             # The values go as read: the control plane refuses a token or context of the wrong
             # type with the sentence `POST /tokens` has for it.
             starts = [(line.body["token"], line.body["context"]) for line in group if line.body]
-            answers = client.start_many(starts, batch_size=BATCH, reason=reason)
-            for line, answer in zip(group, answers, strict=True):
-                tally.add(line, int(answer["status"]), answer.get("body"))
+            tally.sending = (group[0].number, group[-1].number)
+            with finish_first():
+                answers = client.start_many(starts, batch_size=BATCH, reason=reason)
+                for line, answer in zip(group, answers, strict=True):
+                    tally.add(line, int(answer["status"]), answer.get("body"))
+                tally.sending, tally.answered_to = None, group[-1].number
             advance(len(group))
-    return tally
 
 
 class _progress:

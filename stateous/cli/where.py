@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from stateous.cli.ask import ask_yes
+from stateous.cli.interrupt import on_interrupt
 from stateous.cli.params import IsoTime
 from stateous.client import Client, Refused
 from stateous.model.bulk_statuses import acting_filter, default_text
@@ -247,11 +248,9 @@ def run_where(
     job_id = int(job["job"])
     count = int(job["matched"])
     click.echo(f"job {job_id}: {action} {count:,} {'token' if count == 1 else 'tokens'}")
-    try:
+    # Ctrl-C stops the following, not the job (exit 130).
+    with on_interrupt(lambda: [f"the job goes on; see it with: stateous bulk show {job_id}"]):
         final = follow(client, job_id)
-    except KeyboardInterrupt:
-        click.echo(f"\nthe job goes on; see it with: stateous bulk show {job_id}")
-        return
     click.echo(summary_line(final))
 
 

@@ -43,7 +43,7 @@ from stateous.control.stats_folder import StatsFolder
 from stateous.control.store.db import Store, make_engine, mask_url
 from stateous.control.ticker import Ticker
 from stateous.model import logs
-from stateous.model.errors import StateousError
+from stateous.model.errors import STOPPED_WHILE_STARTING, Interrupted, StateousError
 from stateous.model.graph import Graph, read_graph_file
 
 log = logging.getLogger("stateous.clock")
@@ -297,9 +297,31 @@ class ControlPlane:
 async def _open(settings: Settings, graph: Graph, clock: Clock) -> tuple[Plane, Hold]:
     """Open the database and check the structure: the holder's start, or a replica's."""
     if not settings.replica:
-        return await to_thread.run_sync(open_plane, settings, graph, clock)
+        return await _open_holding(settings, graph, clock)
     store = await to_thread.run_sync(open_store, settings)
     return await open_replica(settings, graph, clock, store)
+
+
+async def _open_holding(settings: Settings, graph: Graph, clock: Clock) -> tuple[Plane, Hold]:
+    """`open_plane` in a thread. A Ctrl-C cannot stop that thread: it is waited for, and what
+    it took (the hold, the database) is given back before the cancellation goes on, so that a
+    start stopped half-way leaves the database free for the next `serve`."""
+    work = asyncio.ensure_future(to_thread.run_sync(open_plane, settings, graph, clock))
+    try:
+        return await asyncio.shield(work)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):  # a refusal no longer matters: it stops anyway
+            plane, hold = await work
+            await to_thread.run_sync(_give_back, plane, hold)
+        raise
+
+
+def _give_back(plane: Plane, hold: Hold) -> None:
+    """Give up the hold of a plane that will not serve, and close its database."""
+    try:
+        hold.give_up()
+    finally:
+        plane.store.engine.dispose()
 
 
 #: A closed terminal (SIGHUP) stops `serve` as SIGTERM does; Windows has no SIGHUP.
@@ -323,8 +345,9 @@ async def run_control_plane(
     the exit code.
 
     Raises StateousError (printed as `error: <sentence>`, exit 1) for every refusal to start,
-    with no port bound and no database held. Prints `stopped` after a clean stop, or the
-    `error:` line of a lost hold (exit 1).
+    with no port bound and no database held, and Interrupted (`stopped while starting`, exit
+    130) for a Ctrl-C before it serves, holding nothing either. Prints `stopped` after a clean
+    stop, or the `error:` line of a lost hold (exit 1).
     """
     listen = parse_listen(settings.listen)
     graph = read_graph_file(settings.graph_path)
@@ -332,10 +355,9 @@ async def run_control_plane(
     sock = bind(listen)
     try:
         plane, hold = await _open(settings, graph, clock or SystemClock())
-    except asyncio.CancelledError:  # Ctrl-C while a replica waits for the schema
+    except asyncio.CancelledError:  # Ctrl-C while it migrates, connects or waits for the schema
         sock.close()
-        print("stopped", file=sys.stderr, flush=True)
-        return 0
+        raise Interrupted(STOPPED_WHILE_STARTING) from None
     except BaseException:
         sock.close()
         raise

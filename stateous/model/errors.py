@@ -20,3 +20,22 @@ class StateousError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+#: The exit code of a command stopped by Ctrl-C: 128 + SIGINT's number, as a shell reports it.
+INTERRUPTED_EXIT = 130
+
+#: What `serve` and `supervise` say when a stop signal comes before they are up.
+STOPPED_WHILE_STARTING = "stopped while starting"
+
+
+class Interrupted(Exception):
+    """A command stopped by Ctrl-C (or, while starting, another stop signal): not a failure.
+
+    `lines` say what was done and how to go on; the CLI prints them on stderr and exits with
+    `exit_code`: `INTERRUPTED_EXIT` unless a command's own contract says otherwise."""
+
+    def __init__(self, *lines: str, exit_code: int = INTERRUPTED_EXIT) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+        self.exit_code = exit_code
