@@ -19,9 +19,9 @@ import click
 
 from stateous.cli.ask import ask_yes
 from stateous.cli.interrupt import finish_first, on_interrupt
-from stateous.cli.params import IsoTime
 from stateous.cli.token import control_plane, url_option, wrong_shape
 from stateous.client import Client
+from stateous.client.wire import Request
 from stateous.model.durations import DurationError, parse_duration
 from stateous.model.errors import StateousError
 
@@ -30,9 +30,15 @@ PAGE = 1000
 
 
 class Cutoff(click.ParamType[str]):
-    """`90d` (that long before now) or an ISO 8601 time; answered as an ISO 8601 time."""
+    """`90d` (that long before now) or an ISO 8601 time; answered as an ISO 8601 time.
+
+    A duration's cut keeps the microseconds: cut to the second, `1s` would take only what ended
+    1 to 2 seconds ago. `now` is the clock it counts back from (tests fix it)."""
 
     name = "DURATION|TIME"
+
+    def __init__(self, now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self.now = now
 
     def convert(
         self, value: object, param: click.Parameter | None, ctx: click.Context | None
@@ -43,9 +49,18 @@ class Cutoff(click.ParamType[str]):
                 seconds = parse_duration(text)
             except DurationError as exc:
                 self.fail(exc.message, param, ctx)
-            moment = datetime.now(UTC) - timedelta(seconds=seconds)
-            return moment.replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
-        return IsoTime().convert(text, param, ctx)
+            moment = self.now().astimezone(UTC) - timedelta(seconds=seconds)
+            return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+        try:
+            datetime.fromisoformat(text)
+        except ValueError:
+            self.fail(
+                f"{text!r} is neither a duration before now (such as 2d or 90m) nor an "
+                "ISO 8601 time (such as 2026-10-16T20:48:44Z)",
+                param,
+                ctx,
+            )
+        return text
 
 
 def human_bytes(count: int) -> str:
@@ -261,11 +276,38 @@ def interrupted_lines(tally: Tally, export: Path | None) -> list[str]:
 def summary(tally: Tally, export: Path | None) -> str:
     """`pruned 120,344 tokens (1.9 GB of history) into FILE`."""
     into = f" into {export}" if export is not None else ""
-    line = f"pruned {tally.tokens:,} tokens ({human_bytes(tally.size)} of history){into}"
+    noun = "token" if tally.tokens == 1 else "tokens"
+    line = f"pruned {tally.tokens:,} {noun} ({human_bytes(tally.size)} of history){into}"
     if tally.skipped:
         parts = ", ".join(f"{code} {n:,}" for code, n in sorted(tally.skipped.items()))
         line += f"; skipped {sum(tally.skipped.values()):,} ({parts})"
     return line
+
+
+#: The roles whose token may prune (`POST /prune`); `read` and `supervise` may not.
+PRUNING_ROLES = ("operate", "admin")
+
+
+def check_may_prune(client: Client) -> None:
+    """Refuse, before anything is read or written, a prune that the control plane would refuse
+    for the token's role: `GET /health` answers the role as `access` (none without
+    authentication, where every route is open)."""
+    # GET /health is not among the public Client's methods; the CLI sends it through the same
+    # request path as every call (the URLs, the token, the errors).
+    health = client._object(Request("GET", "/health"))
+    access = health.get("access")
+    if isinstance(access, str) and access not in PRUNING_ROLES:
+        raise StateousError(
+            f"the token in STATEOUS_AUTH_TOKEN has the role {access!r}, and pruning needs "
+            "'operate' or 'admin'; nothing was pruned or written"
+        )
+
+
+def create_export(export: Path) -> None:
+    """Make the export file, empty and valid, when it does not exist yet (a gzip file gets an
+    empty member): a prune that found nothing still leaves the file its summary names."""
+    if not export.exists():
+        append_durably(export, b"")
 
 
 def _confirmed(total: int) -> bool:
@@ -303,11 +345,13 @@ def prune_command(
     with control_plane(url) as client:
         if dry_run:
             found = count(client, ended_before)
+            noun = "token" if found.tokens == 1 else "tokens"
             click.echo(
-                f"would prune {found.tokens:,} tokens ({human_bytes(found.size)} of history) "
+                f"would prune {found.tokens:,} {noun} ({human_bytes(found.size)} of history) "
                 f"ended before {ended_before}"
             )
             return
+        check_may_prune(client)
         total = None
         if export is None and not yes:
             total = count(client, ended_before).tokens
@@ -317,4 +361,7 @@ def prune_command(
             if not _confirmed(total):
                 click.echo("nothing pruned")
                 return
-        click.echo(summary(prune_all(client, ended_before, export, total), export))
+        tally = prune_all(client, ended_before, export, total)
+        if export is not None:
+            create_export(export)
+        click.echo(summary(tally, export))

@@ -7,10 +7,11 @@ Postgres, 10 on SQLite (whose one writer the claims and reports wait for). After
 transaction it rests at least as long as that took, as the bulk runner does, so claims and
 reports keep their turns. When a sweep finds nothing more due, it waits `idle` seconds.
 
-It logs `retention: pruned 5,120 tokens ended before 2026-09-01` at the first transaction that
-pruned anything, then at most once every `log_every` seconds (an hour), counting what was pruned
-since the last line. The cut is a date when DURATION is a whole number of days (`90d`), else
-a time to the second (`2026-09-01T14:05:09Z`): a cut of hours means nothing as a date.
+It logs `stateous.retention: pruned 5,120 tokens ended before 2026-09-01` at the first
+transaction that pruned anything, then at most once every `log_every` seconds (an hour),
+counting what was pruned since the last line (`pruned 1 token` for one). The cut is a date
+when DURATION is a whole number of days (`90d`), else a time to the second
+(`2026-09-01T14:05:09Z`): a cut of hours means nothing as a date.
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ class RetentionRunner:
         due = self._logged_at is None or now - self._logged_at >= self.log_every
         if self._unlogged and due:
             text = cut_text(cut, self.retain)
-            log.info("retention: pruned %s tokens ended before %s", f"{self._unlogged:,}", text)
+            noun = "token" if self._unlogged == 1 else "tokens"
+            log.info("pruned %s %s ended before %s", f"{self._unlogged:,}", noun, text)
             self._unlogged = 0
             self._logged_at = now
 

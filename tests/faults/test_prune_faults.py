@@ -233,7 +233,7 @@ def fault(scene: Scene, process: subprocess.Popen[str], what: str) -> None:
 def outcome(code: int, out: str, err: str) -> str:
     """How a prune run ended: `done`, `killed`, or `error` (serve went away under it)."""
     if code == 0:
-        assert re.fullmatch(r"pruned [\d,]+ tokens \(.+ of history\) into .+\n", out), out
+        assert re.fullmatch(r"pruned [\d,]+ tokens? \(.+ of history\) into .+\n", out), out
         return "done"
     if code < 0:
         return "killed"

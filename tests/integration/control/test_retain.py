@@ -24,8 +24,8 @@ REPO = {"repo": "acme/api"}
 #: The pace of `--retain` under test: look every 0.1 s, log every second.
 PACE = {"STATEOUS_RETAIN_IDLE_SECONDS": "0.1", "STATEOUS_RETAIN_LOG_SECONDS": "1"}
 PRUNED = re.compile(
-    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} stateous\.retention: retention: pruned ([\d,]+) "
-    r"tokens ended before \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$"
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} stateous\.retention: pruned ([\d,]+) "
+    r"(tokens?) ended before \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$"
 )
 #: The rows of a family, by table (children share the top's id as their prefix).
 TABLES = ("tokens", "ledger", "tasks", "timers", "memory", "audit", "token_keys")
@@ -73,9 +73,12 @@ def rows_of(engine: Engine, prefix: str) -> dict[str, int]:
 
 
 def pruned_counts(served: ServeProcess) -> list[int]:
-    """The counts of the retention lines so far."""
+    """The counts of the retention lines so far (`1 token`, else `N tokens`)."""
     served.read_lines(timeout=0.05)
-    return [int(m.group(1).replace(",", "")) for line in served.lines if (m := PRUNED.match(line))]
+    found = [m.groups() for line in served.lines if (m := PRUNED.match(line))]
+    counts = [int(count.replace(",", "")) for count, _ in found]
+    assert [noun for _, noun in found] == ["token" if n == 1 else "tokens" for n in counts]
+    return counts
 
 
 def make_old(url: str) -> None:
