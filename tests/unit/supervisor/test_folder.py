@@ -4,6 +4,7 @@ routine) and the outbox."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import sqlite3
 import subprocess
@@ -147,10 +148,6 @@ def test_routines_are_loaded_in_file_order(folder: Path) -> None:
     [
         ("import phd_is_not_here\n", "ModuleNotFoundError: No module named 'phd_is_not_here'"),
         (
-            "from stateous import on_state\nfrom contract import states\n@on_state(states.old)\ndef o(ctx): ...\n",
-            "AttributeError: type object 'states' has no attribute 'old'",
-        ),
-        (
             "from stateous import on_state\n@on_state('coding')\ndef o(ctx): ...\n",
             "TypeError: @on_state takes a state from contract.states, not 'coding'",
         ),
@@ -166,6 +163,24 @@ def test_routines_that_do_not_load(folder: Path, source: str, message: str) -> N
     with pytest.raises(FolderError) as caught:
         load_routines(folder)
     assert caught.value.message == f"cannot load the routines in {folder.resolve()}: {message}"
+
+
+def test_a_routine_of_another_version_is_named(folder: Path) -> None:
+    (folder / "x.py").write_text(
+        "from stateous import on_state\nfrom contract import states\n"
+        "@on_state(states.old)\ndef o(ctx): ...\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(FolderError) as caught:
+        load_routines(folder)
+    version = re.search(r"version ([0-9a-f]{8})\)", caught.value.message)
+    assert version is not None, caught.value.message
+    assert caught.value.message == (
+        f"x.py names the state 'old', which the folder's contract.py (version {version[1]}) "
+        "does not have: the routine is for another version of the workflow; write the contract "
+        f"of its version with `stateous init supervisor URL {folder.resolve()}` (add "
+        "`--checksum` for an older version)"
+    )
 
 
 def test_no_routine(folder: Path) -> None:
