@@ -1,5 +1,6 @@
-"""The walkthroughs of docs/: changing-a-workflow.md's "Try it", run command by command as
-written, and data.md's rows of ORDER-1, which must be those the README's walkthrough leaves.
+"""The walkthroughs of docs/: changing-a-workflow.md's and schedules.md's "Try it", run command
+by command as written, and data.md's rows of ORDER-1, which must be those the README's
+walkthrough leaves.
 
 The page is read when the test runs, as test_readme.py reads the README: a `bash` block holds
 commands, the `text` block after a command holds what it prints, and a `python` block whose
@@ -17,6 +18,7 @@ import re
 import shlex
 import shutil
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tests.e2e.test_readme import (
@@ -31,6 +33,24 @@ from tests.support import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CHANGING = ROOT / "docs" / "changing-a-workflow.md"
+SCHEDULES = ROOT / "docs" / "schedules.md"
+#: A slot's token id, as schedules.md shows one (`every-5-min-20261203T2005`).
+SLOT_ID = re.compile(r"\bevery-5-min-\d{8}T\d{4}\b")
+#: A `sitecustomize` for the schedules walkthrough's `serve`: its clock starts at
+#: STATEOUS_WALKTHROUGH_NOW (a few seconds before a slot) instead of now, so that the page's "at
+#: the next multiple of five minutes" comes at once. Only the clock the control plane reads moves;
+#: the page's commands are run as written.
+SHIFTED_CLOCK = """
+import os
+from datetime import datetime
+
+if os.environ.get("STATEOUS_WALKTHROUGH_NOW"):
+    from stateous.control import clock
+
+    _real = clock.SystemClock.now
+    _shift = datetime.fromisoformat(os.environ["STATEOUS_WALKTHROUGH_NOW"]) - _real(None)  # type: ignore[arg-type]
+    clock.SystemClock.now = lambda self: _real(self) + _shift  # type: ignore[method-assign]
+"""
 #: What changes from one run to the next, and what it is compared as.
 VARYING = [
     (re.compile(r"\b\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\b"), "YYYY-MM-DD HH:MM:SS"),
@@ -149,3 +169,67 @@ def test_the_rows_of_order_1_in_data_md_are_those_the_walkthrough_leaves() -> No
         seq, kind, data = (cell.strip() for cell in row.strip("|").split("|", 2))
         table.append((int(seq), kind, json.loads(data.strip("`"))))
     assert table == [(i, kind, data) for i, (kind, data) in enumerate(ORDER_1_LEDGER, start=1)]
+
+
+def _slot_coming(seconds: float) -> str:
+    """The time, ISO, `seconds` before the next multiple of five minutes that is at least a
+    minute away: the clock the schedules walkthrough's `serve` starts at."""
+    now = datetime.now(UTC).replace(tzinfo=None, second=0, microsecond=0)
+    boundary = now + timedelta(minutes=5 - now.minute % 5)
+    if boundary - datetime.now(UTC).replace(tzinfo=None) < timedelta(minutes=1):
+        boundary += timedelta(minutes=5)
+    return (boundary - timedelta(seconds=seconds)).isoformat()
+
+
+def _wait_for_the_first_slot(tour: Walkthrough) -> None:
+    """Wait until the schedule of the page started its first slot's token."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if "\nlast: -\n" not in run("stateous schedule show every-5-min", tour):
+            return
+        time.sleep(0.2)
+    raise AssertionError("the first slot's token was not started within 60 s")
+
+
+def test_the_walkthrough_of_schedules(tmp_path: Path) -> None:
+    dropped = ("STATEOUS_URL", "VIRTUAL_ENV", "MAKEFLAGS", "MAKELEVEL", "MFLAGS")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
+    env["PATH"] = f"{ROOT / '.venv' / 'bin'}{os.pathsep}{env['PATH']}"
+    url = f"http://127.0.0.1:{free_port()}"
+    tour = Walkthrough(
+        cwd=tmp_path, env={**env, "STATEOUS_URL": url, "PYTHONUNBUFFERED": "1"}, url=url
+    )
+    shifted = tmp_path / "shifted-clock"
+    shifted.mkdir()
+    (shifted / "sitecustomize.py").write_text(SHIFTED_CLOCK, encoding="utf-8")
+    (tour.cwd / "orders-tour").mkdir()
+    tour.cwd = tour.cwd / "orders-tour"
+    compared = 0
+    try:
+        run("stateous init workflow orders", tour)
+        plain = dict(tour.env)
+        tour.env.update(PYTHONPATH=str(shifted), STATEOUS_WALKTHROUGH_NOW=_slot_coming(12))
+        _serve("stateous serve orders/build/orders.json", tour)
+        tour.env = plain
+        slot = ""
+        for language, body in blocks(section(SCHEDULES.read_text(encoding="utf-8"), "Try it")):
+            if language == "bash":
+                lines = commands(body)
+                if any(SLOT_ID.search(line) for line in lines):
+                    _wait_for_the_first_slot(tour)
+                    found = SLOT_ID.search(run("stateous schedule list", tour))
+                    assert found is not None
+                    slot = found[0]
+                tour.last = "".join(run(SLOT_ID.sub(slot, line), tour) for line in lines)
+            elif language == "text":
+                expected = SLOT_ID.sub("every-5-min-<slot>", tour.expected(body))
+                got = SLOT_ID.sub("every-5-min-<slot>", tour.last)
+                assert shape(got) == shape(expected)
+                compared += 1
+        stops = [job.stop() for job in reversed(tour.running)]
+    finally:
+        for job in tour.running:
+            job.stop()
+    assert stops == [0]
+    assert compared == 2
+    assert slot.startswith("every-5-min-")
