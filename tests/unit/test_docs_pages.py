@@ -25,7 +25,6 @@ COMING = (
     "reference/http-api.md",
     "reference/cli.md",
     "reference/console.md",
-    "reference/database.md",
 )
 
 #: `](target.md)` or `](target.md#anchor)`, and `](#anchor)` within a page; web addresses aside.
