@@ -1,4 +1,4 @@
-"""docs/console.md's key table lists every key the console's footer and `?` show.
+"""docs/reference/console.md's key table lists every key the console's footer and `?` show.
 
 What the test takes: the bindings with a description of the app and of each full screen
 (`tui/screens/`, not the modal dialogs, whose keys their own dialog shows), which is what
@@ -24,7 +24,7 @@ from stateous.tui.screens.token import TokenScreen
 from stateous.tui.screens.tokens import TokensScreen
 from stateous.tui.screens.versions import VersionsScreen
 
-DOC = Path(__file__).resolve().parents[3] / "docs" / "console.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "reference" / "console.md"
 SCREENS: list[type[object]] = [
     ConsoleApp,
     TokensScreen,
