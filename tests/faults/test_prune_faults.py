@@ -36,6 +36,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
+from tests.e2e.test_prune_import import PENDING
 from tests.faults.harness import Plane, check_invariants
 from tests.faults.test_bulk_faults import bulk, start_many, wait_job
 from tests.support import free_port, sqlite_url
@@ -167,8 +168,9 @@ def cut_a_line(scene: Scene) -> None:
     scene.run.cut_lines += 1
     scene.run.runs += 1
     never_neither(scene)
+    peek = sqlite_url(export.parent, "peek.db")
     imported = subprocess.run(
-        stateous_argv("import", str(export), "--db", sqlite_url(export.parent, "peek.db")),
+        stateous_argv("import", str(export), "--db", peek),
         capture_output=True,
         text=True,
         timeout=120,
@@ -176,7 +178,11 @@ def cut_a_line(scene: Scene) -> None:
     )
     whole = data.count(b"\n")
     assert imported.returncode == 0, imported.stderr
-    assert imported.stdout == f"imported {whole:,} tokens, skipped 0 (already there)\n"
+    pending = f"; {whole:,} {PENDING}" if whole else ""  # the archive never served their graph
+    assert (
+        imported.stdout
+        == f"imported {whole:,} tokens into {peek}, skipped 0 (already there){pending}\n"
+    )
     assert f"warning: line {whole + 1:,} of {export} is cut short; left out" in imported.stderr
 
 
@@ -304,8 +310,10 @@ def imported_once(export: Path, tmp_path: Path, names: list[str], run: Run) -> N
         check=False,
     )
     assert imported.returncode == 0, imported.stderr
+    pending = f"; {len(names):,} {PENDING}" if names else ""
     assert imported.stdout == (
-        f"imported {len(names):,} tokens, skipped {run.written_twice:,} (already there)\n"
+        f"imported {len(names):,} tokens into {archive}, skipped {run.written_twice:,} (already "
+        f"there){pending}\n"
     )
     assert imported.stderr == ""
     histories = exported_histories(export)

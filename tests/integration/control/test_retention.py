@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -305,6 +306,16 @@ def other_db_url(backend: str, tmp_path: Path) -> Iterator[str]:
         yield url
 
 
+@contextmanager
+def serving(db_url: str, doc: dict[str, Any]) -> Iterator[tuple[RunningApi, httpx.Client]]:
+    """The API serving `doc` on the database (migrated already), and a client of it."""
+    with (
+        running_api(db_url, doc, migrate_first=False) as api,
+        httpx.Client(base_url=api.url, timeout=30) as http,
+    ):
+        yield api, http
+
+
 def searched(http: httpx.Client) -> list[str]:
     """The tokens `GET /tokens?context.repo="acme/api"` finds."""
     found = ok(http.get("/tokens", params={"context.repo": '"acme/api"'}))
@@ -318,19 +329,16 @@ def test_an_import_of_a_version_never_served_is_indexed_at_its_first_serve(
     searching["search"] = ["repo"]
     other = variant(searching)
     other["schemas"]["Ticket"]["description"] = "another structure"
-    with running_api(migrated_db_url, searching, migrate_first=False) as api:
-        with httpx.Client(base_url=api.url, timeout=30) as http:
-            cancelled(http, "T", children=True)
-            assert searched(http) == ["T"]
-            page = export(http, FAR)
-    with running_api(other_db_url, other, migrate_first=False) as api:
-        with httpx.Client(base_url=api.url, timeout=30) as http:
-            answer = ok(http.post("/import", json={"tokens": page["tokens"]}))
-            assert answer == {"imported": 1, "skipped": 0, "keys_pending": 1}
-            assert searched(http) == []  # no graph of T's version here: no key is known
-            assert count(api, tables.token_keys, tables.token_keys.c.token, "T%") == 0
-    with running_api(other_db_url, searching, migrate_first=False) as api:
-        with httpx.Client(base_url=api.url, timeout=30) as http:
-            assert searched(http) == ["T"]
-            assert count(api, tables.token_keys, tables.token_keys.c.token, "T%") == 1
-            assert as_read(http, "T") == page["tokens"][0]
+    with serving(migrated_db_url, searching) as (api, http):
+        cancelled(http, "T", children=True)
+        assert searched(http) == ["T"]
+        page = export(http, FAR)
+    with serving(other_db_url, other) as (api, http):
+        answer = ok(http.post("/import", json={"tokens": page["tokens"]}))
+        assert answer == {"imported": 1, "skipped": 0, "keys_pending": 1}
+        assert searched(http) == []  # no graph of T's version here: no key is known
+        assert count(api, tables.token_keys, tables.token_keys.c.token, "T%") == 0
+    with serving(other_db_url, searching) as (api, http):  # its first serve there
+        assert searched(http) == ["T"]
+        assert count(api, tables.token_keys, tables.token_keys.c.token, "T%") == 1
+        assert as_read(http, "T") == page["tokens"][0]
