@@ -11,6 +11,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
+from stateous.client import AsyncClient, Client, Refused
 from stateous.control.clock import FakeClock, iso
 from stateous.control.engine import retention
 from stateous.control.store import tables
@@ -342,3 +343,21 @@ def test_an_import_of_a_version_never_served_is_indexed_at_its_first_serve(
         assert searched(http) == ["T"]
         assert count(api, tables.token_keys, tables.token_keys.c.token, "T%") == 1
         assert as_read(http, "T") == page["tokens"][0]
+
+
+async def test_the_clients_export_prune_and_import(http: httpx.Client, api: RunningApi) -> None:
+    cancelled(http, "A", children=True)
+    before = as_read(http, "A")
+    with Client(api.url) as client:
+        page = client.export(FAR)
+        assert [e["token"]["token"] for e in page["tokens"]] == ["A"]
+        assert client.prune(["A"], FAR) == {"pruned": 1, "skipped": {}}
+        answer = client.import_tokens(page["tokens"], reason="back")
+        assert answer == {"imported": 1, "skipped": 0, "keys_pending": 0}
+        with pytest.raises(Refused) as caught:
+            client.import_tokens([entry("L", "active")])
+        assert (caught.value.status, caught.value.code) == (422, "invalid_body")
+    assert as_read(http, "A") == before
+    async with AsyncClient(api.url) as remote:
+        again = await remote.import_tokens(page["tokens"])
+        assert again == {"imported": 0, "skipped": 1, "keys_pending": 0}
