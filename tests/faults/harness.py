@@ -57,7 +57,7 @@ SUPERVISE_ENV = {
     "STATEOUS_SUPERVISOR_WAIT": "0.5",
 }
 ENDED = ("completed", "failed", "cancelled")
-#: The refusal envelope of a request the database cannot take now (503, docs/http-api.md).
+#: The refusal envelope of a request the database cannot take now (503, docs/reference/http-api.md).
 BUSY = {"error": "the database cannot take this request now; try again", "code": "database_busy"}
 OPEN_TASK = ("queued", "claimed", "waiting")
 

@@ -1,4 +1,4 @@
-"""Bad input, table-driven, against a real `serve`: every size limit of docs/http-api.md (body,
+"""Bad input, table-driven, against a real `serve`: every size limit of docs/reference/http-api.md (body,
 nesting, ids, keys, names, notes, lists) and the rules every route keeps, malformed JSON and
 headers, wrong types, unknown events, states and attempts. Each gets its refusal code, and the
 database does not change (a dump of every table before and after).

@@ -1,4 +1,4 @@
-"""Every refusal code of the HTTP API (docs/http-api.md), triggered over a real socket, with its
+"""Every refusal code of the HTTP API (docs/reference/http-api.md), triggered over a real socket, with its
 status and code."""
 
 from __future__ import annotations
