@@ -48,6 +48,7 @@ from stateous.model.history import (
     show_lines,
     token_line,
 )
+from stateous.model.versions import context_hint
 from stateous.model.wire import TOKEN_STATUSES
 
 JSON_EXAMPLE = """'{"repo": "acme/api"}'"""
@@ -594,7 +595,11 @@ _STATES_PART = re.compile(r"'states': \{'([^']*)': …\}")
 
 def in_map_words(refused: Refused) -> Exception:
     """A migration's refusal naming the flag the user typed (`--map testing=<state>`, not the
-    API's `'states': {'testing': …}`); any other refusal as it is."""
+    API's `'states': {'testing': …}`), or the flag that gives a context field (`; add it with
+    --context`); any other refusal as it is."""
+    if refused.code == "invalid_context" and "context model" in refused.message:
+        hint = context_hint(refused.message, "--context")
+        return StateousError(f"{refused}; {hint}", code=refused.code)
     if refused.code != "unknown_state":
         return refused
     sentence = _STATES_PART.sub(r"--map \1=<state>", str(refused))

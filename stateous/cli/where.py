@@ -21,7 +21,7 @@ from stateous.model.bulk_statuses import acting_filter, default_text
 from stateous.model.environment import environment
 from stateous.model.errors import StateousError
 from stateous.model.history import by_suffix, local_datetime
-from stateous.model.versions import refused_counts, refused_line
+from stateous.model.versions import context_hint, refused_counts, refused_line
 
 SHOWN = 10  # ids printed before a confirmation
 POLL = 0.3  # seconds between two looks at a running job
@@ -238,7 +238,7 @@ def run_where(
     click.echo(count_line(matched, [str(t) for t in preview.get("tokens", [])], took))
     refused = refused_counts(preview)
     if "refused" in preview and matched:
-        click.echo(refused_line(refused, preview.get("examples")))
+        click.echo(refusals_line(preview, refused))
     if where.dry_run or matched == 0 or sum(refused.values()) >= matched:
         return
     if not where.yes and not _confirmed(action, matched):
@@ -252,6 +252,15 @@ def run_where(
     with on_interrupt(lambda: [f"the job goes on; see it with: stateous bulk show {job_id}"]):
         final = follow(client, job_id)
     click.echo(summary_line(final))
+
+
+def refusals_line(preview: dict[str, Any], refused: dict[str, int]) -> str:
+    """A migrate's dry run as `refused: …`, with the field a context lacks and the flag that
+    gives it (`3 invalid_context: 'priority' is required (ORD-4, ...); add it with --context`)."""
+    reasons = preview.get("reasons")
+    reason = reasons.get("invalid_context") if isinstance(reasons, dict) else None
+    hints = {"invalid_context": context_hint(reason, "--context")} if reason else None
+    return refused_line(refused, preview.get("examples"), reasons, hints)
 
 
 def _confirmed(action: str, matched: int) -> bool:

@@ -293,17 +293,27 @@ def _retried(data: Mapping[str, Any]) -> str:
     return f"retried in {display_state(data.get('state'))}"
 
 
+def _written_keys(data: Mapping[str, Any]) -> str:
+    """`; context changed: priority, team` for the context keys a migration wrote, else
+    empty."""
+    keys = data.get("keys")
+    if not isinstance(keys, list) or not keys:
+        return ""
+    return "; context changed: " + ", ".join(_value(key) for key in keys)
+
+
 def _moved(data: Mapping[str, Any]) -> str:
     return f"moved from {display_state(data.get('from'))} to {display_state(data.get('to'))}"
 
 
 def _migrated(data: Mapping[str, Any]) -> str:
     """`migrated to sha256:77ef12ab… (review → checking)`: the target version as
-    people read it (8 hex digits), the state before and the state after."""
+    people read it (8 hex digits), the state before and the state after; then the context keys
+    it wrote (`; context changed: priority`), if any."""
     to = data.get("to")
     version = f"sha256:{short(to)}…" if isinstance(to, str) else "?"
     states = f"{display_state(data.get('state'))} → {display_state(data.get('into'))}"
-    return f"migrated to {version} ({states})"
+    return f"migrated to {version} ({states}){_written_keys(data)}"
 
 
 def _cancelled(data: Mapping[str, Any]) -> str:

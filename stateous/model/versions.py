@@ -26,19 +26,38 @@ def refused_counts(preview: Mapping[str, Any]) -> dict[str, int]:
     return {str(code): int(n) for code, n in refused.items()} if isinstance(refused, dict) else {}
 
 
-def refused_line(refused: Mapping[str, int], examples: object) -> str:
+def refused_line(
+    refused: Mapping[str, int],
+    examples: object,
+    reasons: object = None,
+    hints: Mapping[str, str] | None = None,
+) -> str:
     """`refused: 3 unknown_state (FAIL-1, FAIL-2, FAIL-3), 1 invalid_context (ORD-9)`: each code
     with its count and the first ids the dry run gave (`...` when there are more), the most
-    refused first, or `refused: none`. The job skips these tokens."""
+    refused first, or `refused: none`. The job skips these tokens.
+
+    A code with a reason (the dry run's `reasons`) says it after the code, and one with a hint
+    (what the caller can do, such as `add it with --context`) after the ids:
+    `3 invalid_context: 'priority' is required (ORD-4, ...); add it with --context`."""
     shown = examples if isinstance(examples, dict) else {}
+    why = reasons if isinstance(reasons, dict) else {}
     parts = []
     # The most refused first, then by code: the same line for the same refusals, in any order.
     for code, count in sorted(refused.items(), key=lambda item: (-item[1], item[0])):
         ids = [str(token) for token in shown.get(code, [])]
         more = [] if len(ids) >= count else ["..."]
         named = f" ({', '.join([*ids, *more])})" if ids else ""
-        parts.append(f"{count:,} {code}{named}")
+        reason = f": {why[code]}" if isinstance(why.get(code), str) else ""
+        hint = (hints or {}).get(code)
+        parts.append(f"{count:,} {code}{reason}{named}" + (f"; {hint}" if hint else ""))
     return "refused: " + (", ".join(parts) if parts else "none")
+
+
+def context_hint(reason: object, flag: str) -> str:
+    """What to do about an `invalid_context` reason with `flag` (`--context`): `add it` for a
+    field that is required, else `set it`."""
+    verb = "add" if isinstance(reason, str) and reason.endswith(" is required") else "set"
+    return f"{verb} it with {flag}"
 
 
 def version_note(token: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:

@@ -180,6 +180,12 @@ def test_a_refused_migration_is_one_sentence(cp: ServeProcess) -> None:
         f"error: the control plane at {url} refused (409): token 'T-1' already runs on "
         f"{checksum(B)}\n"
     )
+    code, lines, err = run("token", "migrate", "W-3", url=url)
+    assert (code, lines, err) == (
+        1, [], f"error: the control plane at {url} refused (422): the context of token 'W-3' "
+        f"does not fit the context model of sha256:{SHORT_B}…: repo: 'acme/a-very-long-repo' is "
+        "too long; set it with --context\n",
+    )  # fmt: skip
     # Nothing of the refused ones moved.
     assert ok("token", "show", "T-2", url=url)[0] == "T-2: testing, active" + NOTE_A
 
@@ -190,7 +196,10 @@ def test_where_prints_the_refusals_then_asks(cp: ServeProcess) -> None:
     matched = (
         "3 tokens match (active or paused or failed, the statuses migrate acts on): W-1, W-2, W-3"
     )
-    refused = "refused: 1 invalid_context (W-3), 1 unknown_state (W-2)"
+    refused = (
+        "refused: 1 invalid_context: repo: 'acme/a-very-long-repo' is too long (W-3); set it "
+        "with --context, 1 unknown_state (W-2)"
+    )
     assert ok(*where, "--dry-run", url=url) == [matched, refused]
     code, out = in_terminal("n", *where, url=url)
     assert (code, out.splitlines()) == (
@@ -218,6 +227,11 @@ def test_where_prints_the_refusals_then_asks(cp: ServeProcess) -> None:
     ]
     assert ok("token", "show", "W-2", url=url)[0] == "W-2: checking, active"
     assert httpx.get(url + "/tokens/W-3").json()["context"]["repo"] == "acme/web"
+    # The history line of a migration that wrote context names the keys it wrote.
+    written = [line for line in history(ok("token", "show", "W-3", url=url)[1:]) if "migr" in line]
+    assert [line.split("  ", 1)[1] for line in written] == [
+        f"migrated to sha256:{SHORT_B}… (coding → coding); context changed: repo [bulk 2]"
+    ]
 
 
 async def test_the_clients_read_the_versions(cp: ServeProcess) -> None:

@@ -104,4 +104,5 @@ def selection_refusals(preview: Mapping[str, Any]) -> tuple[int, str]:
     """A selection's dry run as (tokens the job would migrate, the `refused: …` line)."""
     refused = refused_counts(preview)
     matched = int(preview.get("matched") or 0)
-    return matched - sum(refused.values()), refused_line(refused, preview.get("examples"))
+    line = refused_line(refused, preview.get("examples"), preview.get("reasons"))
+    return matched - sum(refused.values()), line

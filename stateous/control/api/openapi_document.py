@@ -399,12 +399,17 @@ class BulkBody(BaseModel):
 
 class BulkPreview(_Open):
     """A dry run: how many match, and the first 50 ids, oldest first; a migrate's adds the
-    refusals by code and the first 5 ids of each."""
+    refusals by code, the first 5 ids of each, and what the context lacks or has wrong."""
 
     matched: int
     tokens: list[str]
     refused: dict[str, int] = Field(default_factory=dict, description="migrate only")
     examples: dict[str, list[str]] = Field(default_factory=dict, description="migrate only")
+    reasons: dict[str, str] = Field(
+        default_factory=dict,
+        description="migrate only: for invalid_context, the field the first refused token's "
+        "context lacks or has wrong, e.g. \"'priority' is required\"",
+    )
 
 
 class BulkStarted(_Open):

@@ -25,7 +25,7 @@ from sqlalchemy.exc import DBAPIError
 
 from stateous.control.clock import Clock, iso
 from stateous.control.engine.bulk_filter import as_wire, parse_filter
-from stateous.control.engine.migrate import check_migrate_input, migrate_problem
+from stateous.control.engine.migrate import ContextMisfit, check_migrate_input, migrate_problem
 from stateous.control.engine.tx import EngineConfig, Tx
 from stateous.control.errors import (
     RecordedRefusal,
@@ -161,8 +161,9 @@ def _dry_run(
     found: Filter,
     migration: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """`{"matched", "tokens"}`; a migrate's adds `refused` by code and the first `examples`
-    of each, every matched token checked as the route checks it. Nothing is written."""
+    """`{"matched", "tokens"}`; a migrate's adds `refused` by code, the first `examples` of
+    each and the `reasons` of the codes that name a field (`invalid_context`: the first refused
+    token's), every matched token checked as the route checks it. Nothing is written."""
     matches: Iterable[tuple[str, datetime]] = store.matching(conn, found)
     checked = _Checked(Tx.open(conn, clock, config), migration) if migration else None
     if checked is not None:
@@ -173,6 +174,7 @@ def _dry_run(
     if checked is not None:
         answer["refused"] = dict(sorted(checked.refused.items()))
         answer["examples"] = dict(sorted(checked.examples.items()))
+        answer["reasons"] = dict(sorted(checked.reasons.items()))
     return answer
 
 
@@ -184,6 +186,7 @@ class _Checked:
         self.migration = migration
         self.refused: dict[str, int] = {}
         self.examples: dict[str, list[str]] = {}
+        self.reasons: dict[str, str] = {}
 
     def pages(
         self, conn: Connection, matches: Iterable[tuple[str, datetime]]
@@ -201,6 +204,8 @@ class _Checked:
         if problem is None:
             return
         self.refused[problem.code] = self.refused.get(problem.code, 0) + 1
+        if isinstance(problem, ContextMisfit):
+            self.reasons.setdefault(problem.code, problem.reason)
         shown = self.examples.setdefault(problem.code, [])
         if len(shown) < EXAMPLES:
             shown.append(record.token)

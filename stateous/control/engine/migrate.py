@@ -194,13 +194,29 @@ def _context(token: TokenRecord, writes: dict[str, Any], target: Graph) -> dict[
     merged = model.with_defaults(merged)
     errors = model.errors(merged)
     if errors is not None:
-        first = errors.split("; ")[0]
-        raise invalid(
-            "invalid_context",
+        reason = context_reason(errors.split("; ")[0], name)
+        raise ContextMisfit(
             f"the context of token {token.token!r} does not fit the context model of "
-            f"sha256:{short(target.checksum)}…: {first}",
+            f"sha256:{short(target.checksum)}…: {reason}",
+            reason,
         )
     return merged
+
+
+class ContextMisfit(Refusal):
+    """`422 invalid_context`: the context on the target breaks its model. `reason` names the
+    field and what is wrong with it (`'priority' is required`), the same for every token that
+    misses it, so that a bulk dry run can say it once."""
+
+    def __init__(self, sentence: str, reason: str) -> None:
+        super().__init__("invalid_context", sentence, 422)
+        self.reason = reason
+
+
+def context_reason(error: str, model: str) -> str:
+    """A validator's message as a reason that names the field: `Ticket: 'priority' is a
+    required property` → `'priority' is required`; `repo: 5 is not of type 'string'` as it is."""
+    return error.removeprefix(f"{model}: ").replace(" is a required property", " is required")
 
 
 def _apply(tx: Tx, plan: Plan, by: Mapping[str, Any] | None, key: str | None) -> None:

@@ -143,7 +143,7 @@ def test_each_refusal_code_and_nothing_written(served: httpx.Client) -> None:
     assert ok(http.post("/bulk", json=dry)) == {
         "matched": 5, "tokens": ["A", "F", "D", "C", "N"],
         "refused": {"same_version": 1, "token_not_active": 1},
-        "examples": {"same_version": ["N"], "token_not_active": ["C"]},
+        "examples": {"same_version": ["N"], "token_not_active": ["C"]}, "reasons": {},
     }  # fmt: skip
     assert {t: last_seq(http, t) for t in seqs} == seqs
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from stateous.cli.version_names import version_note
 from stateous.cli.versions import table_row
-from stateous.model.versions import digits, refused_line, short
+from stateous.model.versions import context_hint, digits, refused_line, short
 
 NEW = {"checksum": "sha256:77ef12ab" + "0" * 56, "structure": "sha256:5a0c" + "1" * 60}
 TUNED = {"checksum": "sha256:88aa00bb" + "0" * 56, "structure": "sha256:c4e2" + "2" * 60}
@@ -57,3 +57,20 @@ def test_the_refused_line() -> None:
     )
     assert refused_line({"same_version": 2}, None) == "refused: 2 same_version"
     assert refused_line({}, {}) == "refused: none"
+
+
+def test_the_refused_line_names_the_field_and_the_flag() -> None:
+    refused = {"invalid_context": 3, "unknown_state": 1}
+    examples = {"invalid_context": ["ORDER-4", "ORDER-5"], "unknown_state": ["FAIL-1"]}
+    reasons = {"invalid_context": "'priority' is required"}
+    hints = {"invalid_context": context_hint(reasons["invalid_context"], "--context")}
+    assert refused_line(refused, examples, reasons, hints) == (
+        "refused: 3 invalid_context: 'priority' is required (ORDER-4, ORDER-5, ...); add it with "
+        "--context, 1 unknown_state (FAIL-1)"
+    )
+    assert context_hint("priority: 'high' is not of type 'integer'", "--context") == (
+        "set it with --context"
+    )
+    assert refused_line({"invalid_context": 1}, None, {"invalid_context": 5}) == (
+        "refused: 1 invalid_context"  # a reason that is not text is left out
+    )

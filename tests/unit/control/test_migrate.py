@@ -207,6 +207,11 @@ def test_without_a_map_the_state_keeps_its_name_and_context_writes_are_saved(
         ("task_queued", {"task": 2, "state": "draft"}),
     ]  # fmt: skip
     assert orders.query("SELECT count(*) FROM audit") == [(0,)]
+    # Its history line names the keys it wrote (not `team`, the model's default).
+    migrated = {"kind": "migrated", "data": orders.rows("A")[before + 1][1]}
+    assert history_text(migrated) == (
+        f"migrated to sha256:{short(V2)}… (draft → draft); context changed: priority"
+    )
 
 
 def test_to_names_the_version_and_pending_timers_are_cancelled(orders: Versioned) -> None:

@@ -15,8 +15,19 @@ from stateous.control.engine import bulk
 from stateous.control.engine.report import Outcome
 from stateous.control.plane import Plane
 from stateous.control.store.db import Store
+from stateous.model.graph import Graph, load_graph
+from tests.support.graphs import graph_text
 from tests.unit.control.harness import refusal
-from tests.unit.control.test_migrate import NEVER, V1, V1_TUNED, V2, Versioned, in_review, versioned
+from tests.unit.control.test_migrate import (
+    NEVER,
+    V1,
+    V1_TUNED,
+    V2,
+    Versioned,
+    _v2,
+    in_review,
+    versioned,
+)  # fmt: skip
 
 BY = {"actor": "alice", "reason": "review is gone", "via": "console"}
 MAP = {"review": "checking"}
@@ -65,14 +76,14 @@ def test_the_dry_run_counts_the_refusals_by_code_and_writes_nothing(orders: Vers
     assert create(orders, body) == (200, {
         "matched": 6, "tokens": ["F", "A2", "A1", "C", "P", "N"],
         "refused": {"same_version": 1, "token_not_active": 1},
-        "examples": {"same_version": ["N"], "token_not_active": ["C"]},
+        "examples": {"same_version": ["N"], "token_not_active": ["C"]}, "reasons": {},
     })  # fmt: skip
     # Without the map, the tokens in review have no state on V2.
     body = {"action": "migrate", "filter": {"status": ["active", "failed"]}, "dry_run": True}
     assert create(orders, body) == (200, {
         "matched": 4, "tokens": ["F", "A2", "A1", "N"],
         "refused": {"same_version": 1, "unknown_state": 2},
-        "examples": {"same_version": ["N"], "unknown_state": ["A2", "F"]},
+        "examples": {"same_version": ["N"], "unknown_state": ["A2", "F"]}, "reasons": {},
     })  # fmt: skip
     body = {"action": "migrate", "filter": {"structure": [V1.structure]}, "states": MAP,
             "context": {"priority": "high"}, "dry_run": True}  # fmt: skip
@@ -80,6 +91,7 @@ def test_the_dry_run_counts_the_refusals_by_code_and_writes_nothing(orders: Vers
         "matched": 5, "tokens": ["F", "A2", "A1", "C", "P"],
         "refused": {"invalid_context": 4, "token_not_active": 1},
         "examples": {"invalid_context": ["A1", "A2", "F", "P"], "token_not_active": ["C"]},
+        "reasons": {"invalid_context": "priority: 'high' is not of type 'integer'"},
     })  # fmt: skip
     assert orders.count_rows() == rows
     assert orders.query("SELECT count(*) FROM bulk_jobs") == [(0,)]
@@ -95,8 +107,39 @@ def test_the_examples_are_the_first_five_ids_of_each_code(store: Store, clock: F
     assert create(engine, body) == (200, {
         "matched": 7, "tokens": [f"R{n}" for n in range(7, 0, -1)],
         "refused": {"unknown_state": 7},
-        "examples": {"unknown_state": ["R1", "R2", "R3", "R4", "R5"]},
+        "examples": {"unknown_state": ["R1", "R2", "R3", "R4", "R5"]}, "reasons": {},
     })  # fmt: skip
+
+
+def _requiring_priority() -> Graph:
+    """V2 whose context model requires `priority`."""
+    doc = _v2()
+    doc["schemas"]["Item"]["required"] = ["title", "priority"]
+    return load_graph(graph_text(doc))
+
+
+def test_the_dry_run_names_the_field_a_context_lacks(store: Store, clock: FakeClock) -> None:
+    """`invalid_context` says what the context lacks (`'priority' is required`), once for the
+    code: the first refused token's; the route's sentence says the same."""
+    strict = _requiring_priority()
+    engine = versioned(store, clock, V1, strict)
+    for token in ("ORDER-4", "ORDER-5", "ORDER-6"):
+        engine.start(token, {"title": "t"})
+        clock.advance(1)
+    engine.make_current(strict)
+    body = {"action": "migrate", "dry_run": True}
+    assert create(engine, body) == (200, {
+        "matched": 3, "tokens": ["ORDER-4", "ORDER-5", "ORDER-6"],
+        "refused": {"invalid_context": 3},
+        "examples": {"invalid_context": ["ORDER-4", "ORDER-5", "ORDER-6"]},
+        "reasons": {"invalid_context": "'priority' is required"},
+    })  # fmt: skip
+    assert refusal(engine.migrate, "ORDER-4") == (
+        422, "invalid_context", "the context of token 'ORDER-4' does not fit the context model "
+        f"of sha256:{strict.checksum[7:15]}…: 'priority' is required",
+    )  # fmt: skip
+    body = {"action": "migrate", "context": {"priority": 1}, "dry_run": True}
+    assert create(engine, body)[1]["refused"] == {}
 
 
 def test_a_filter_may_name_a_state_of_an_older_version_and_a_structure(

@@ -118,6 +118,17 @@ EVERY_KIND: list[tuple[str, dict[str, Any], str]] = [
         },
         "migrated to sha256:77ef12ab… (review → checking)",
     ),
+    (
+        "migrated",
+        {
+            "from": "sha256:" + "99ab12cd" * 8,
+            "to": "sha256:" + "77ef12ab" * 8,
+            "state": "review",
+            "into": "checking",
+            "keys": ["priority", "team"],
+        },
+        "migrated to sha256:77ef12ab… (review → checking); context changed: priority, team",
+    ),
     ("mystery", {"a": 1}, 'mystery {"a": 1}'),
 ]
 

@@ -57,6 +57,13 @@ def test_the_refusals_as_the_cli_prints_them() -> None:
     assert refused_line({}, {}) == "refused: none"
     preview = {"matched": 5, "refused": {"unknown_state": 3}, "examples": examples}
     assert selection_refusals(preview) == (2, "refused: 3 unknown_state (A, B, ...)")
+    # The field a context lacks, as the dry run names it (the console gives no flag to add it).
+    lacking = {"matched": 4, "refused": {"invalid_context": 3}, "reasons": {
+        "invalid_context": "'priority' is required"}, "examples": {"invalid_context": ["O-4"]}}  # fmt: skip
+    assert selection_refusals(lacking) == (
+        1,
+        "refused: 3 invalid_context: 'priority' is required (O-4, ...)",
+    )
 
 
 def test_why_one_token_cannot_migrate() -> None:
