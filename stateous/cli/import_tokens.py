@@ -121,7 +121,8 @@ def import_all(store: Store, path: Path, advance: Advance) -> ImportCounts:
             try:
                 counts.add(import_families(conn, [family for _, family in batch]))
             except Unstorable as exc:
-                raise _not_an_entry(path, batch[exc.index][0].number, exc) from None
+                number = batch[exc.index][0].number
+                raise StateousError(f"line {number:,} of {path}: {exc}") from None
         advance(batch[-1][0].position, counts.imported + counts.skipped)
         batch.clear()
 

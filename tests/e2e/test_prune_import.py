@@ -219,6 +219,15 @@ def test_a_failed_import_removes_the_database_it_made_and_no_other(
     assert sorted(path.name for path in folder.iterdir())[:1] == ["archive.db"]
     with closing(sqlite3.connect(folder / "archive.db")) as db:
         assert db.execute("SELECT count(*) FROM tokens WHERE parent IS NULL").fetchone() == (3,)
+    # A family whose child has the id of a token there (A's): named by its line.
+    first = json.loads(good.splitlines()[0])
+    clash = {**first, "token": {**first["token"], "token": "X"}, "children": [first]}
+    file.write_text(json.dumps(clash) + "\n")
+    assert run("import", str(file), "--db", archive) == (
+        1, [], f"error: line 1 of {file}: it cannot be stored: its token 'A' is there already, "
+        "in another family\n",
+    )  # fmt: skip
+    assert (folder / "archive.db").exists()
 
 
 def test_import_into_a_new_database_leaves_out_a_line_cut_short(
