@@ -17,7 +17,7 @@ MOST_LINES = 300
 
 #: Pages still being cut below 300 lines by other changes in progress; the rule applies to them
 #: once they are. Remove each name as its page shrinks.
-NOT_YET = ("cli.md", "operations.md")
+NOT_YET = ("cli.md",)
 
 #: Reference pages the index already lists and that are being written; a link to one of them is
 #: allowed to lead nowhere until it exists. Remove each name as its page lands.
