@@ -1,4 +1,5 @@
-"""docs/cli.md names every command of the CLI and every option of each command."""
+"""The command line's reference (docs/reference/cli.md and cli-tokens.md) names every command of
+the CLI and every option of each command."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ import pytest
 
 from stateous.cli.main import cli
 
-DOC = Path(__file__).resolve().parents[3] / "docs" / "cli.md"
+REFERENCE = Path(__file__).resolve().parents[3] / "docs" / "reference"
+PAGES = (REFERENCE / "cli.md", REFERENCE / "cli-tokens.md")
+
+
+def doc_text() -> str:
+    """The reference pages of the command line, one after the other."""
+    return "\n".join(page.read_text(encoding="utf-8") for page in PAGES)
 
 
 def commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[str, click.Command]]:
@@ -46,13 +53,11 @@ def test_the_walk_loads_the_lazy_commands() -> None:
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_each_command_is_in_the_doc(name: str) -> None:
     # Written as `stateous token pause` or in a heading as `token pause`.
-    assert f"`{name}" in DOC.read_text() or f"stateous {name}" in DOC.read_text(), name
+    text = doc_text()
+    assert f"`{name}" in text or f"stateous {name}" in text, name
 
 
 @pytest.mark.parametrize(("name", "option"), OPTIONS)
 def test_each_option_is_in_the_doc(name: str, option: str) -> None:
-    assert (
-        f"`{option}" in DOC.read_text()
-        or f"[{option}" in DOC.read_text()
-        or (f" {option}" in DOC.read_text())
-    ), (name, option)
+    text = doc_text()
+    assert f"`{option}" in text or f"[{option}" in text or f" {option}" in text, (name, option)
