@@ -65,7 +65,7 @@ def _retain(_ctx: click.Context, _param: click.Parameter, text: str | None) -> t
     callback=_retain,
     default=None,
     help="Prune, in the background, ended tokens that ended longer ago than DURATION "
-    "(e.g. 90d, 12h), with no export (see docs/operations.md).",
+    "(e.g. 90d, 12h), with no export (see docs/inbox-and-retention.md).",
 )
 def serve_command(
     graph: Path,
