@@ -22,6 +22,7 @@ import click
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
+from stateous.cli.interrupt import finish_first, on_interrupt
 from stateous.cli.progress import Advance, FileProgress
 from stateous.cli.prune import entry_line
 from stateous.cli.token import control_plane, wrong_shape
@@ -111,18 +112,28 @@ def _family(path: Path, line: Line) -> Family:
 # ---------------------------------------------------------------- --db
 
 
-def import_all(store: Store, path: Path, advance: Advance) -> ImportCounts:
-    """Import every family of `path`, `BATCH` a transaction."""
-    counts = ImportCounts()
+@dataclass
+class Done:
+    """What an import did so far: its counts, and the last line whose tokens are in."""
+
+    counts: ImportCounts
+    line: int = 0
+
+
+def import_all(store: Store, path: Path, advance: Advance, done: Done) -> ImportCounts:
+    """Import every family of `path`, `BATCH` a transaction (a transaction begun ends before a
+    Ctrl-C stops the run)."""
+    counts = done.counts
     batch: list[tuple[Line, Family]] = []
 
     def write() -> None:
-        with store.begin() as conn:
+        with finish_first(), store.begin() as conn:
             try:
                 counts.add(import_families(conn, [family for _, family in batch]))
             except Unstorable as exc:
                 number = batch[exc.index][0].number
                 raise StateousError(f"line {number:,} of {path}: {exc}") from None
+            done.line = batch[-1][0].number
         advance(batch[-1][0].position, counts.imported + counts.skipped)
         batch.clear()
 
@@ -168,23 +179,25 @@ def new_files(db_url: str) -> list[Path]:
     return [Path(name + side) for side in _SQLITE_SIDES if not Path(name + side).exists()]
 
 
-def into_database(db_url: str, file: Path) -> ImportCounts:
+def into_database(db_url: str, file: Path, done: Done) -> ImportCounts:
     """`import --db`: migrate (a new database is made), then import; a failure removes the
-    files it made, never a database that was there."""
+    files it made, never a database that was there. A Ctrl-C after some tokens went in keeps
+    them: the same command goes on."""
     made = new_files(db_url)
     try:
-        return _into(db_url, file)
-    except BaseException:
-        for path in made:
-            path.unlink(missing_ok=True)
+        return _into(db_url, file, done)
+    except BaseException as exc:
+        if not (isinstance(exc, KeyboardInterrupt) and done.line):
+            for path in made:
+                path.unlink(missing_ok=True)
         raise
 
 
-def _into(db_url: str, file: Path) -> ImportCounts:
+def _into(db_url: str, file: Path, done: Done) -> ImportCounts:
     store = _store(db_url)
     try:
         with FileProgress("importing", file_size(file)) as advance:
-            return import_all(store, file, advance)
+            return import_all(store, file, advance, done)
     except SQLAlchemyError as exc:
         raise StateousError(f"cannot import into {mask_url(db_url)}: {_reason(exc)}") from exc
     finally:
@@ -194,12 +207,12 @@ def _into(db_url: str, file: Path) -> ImportCounts:
 # ---------------------------------------------------------------- --url
 
 
-def pages(path: Path) -> Iterator[tuple[list[Any], int]]:
+def pages(path: Path) -> Iterator[tuple[list[Any], int, int]]:
     """The file's entries in pages of at most `MOST` entries and `PAGE_BYTES` bytes, each with
-    the file position after it; each entry checked here first, so a bad line is named by its
-    number before anything of it is sent."""
+    the file position and the line number of its last entry; each entry checked here first, so
+    a bad line is named by its number before anything of it is sent."""
     page: list[Any] = []
-    size = position = 0
+    size = position = number = 0
     for line in lines(path):
         _family(path, line)
         length = len(entry_line(line.entry))  # as httpx sends it: compact, UTF-8, and a comma
@@ -209,13 +222,13 @@ def pages(path: Path) -> Iterator[tuple[list[Any], int]]:
                 "may be; import it with --db URL"
             )
         if page and (len(page) >= MOST or size + length > PAGE_BYTES):
-            yield page, position
+            yield page, position, number
             page, size = [], 0
         page.append(line.entry)
         size += length
-        position = line.position
+        position, number = line.position, line.number
     if page:
-        yield page, position
+        yield page, position, number
 
 
 def file_size(path: Path) -> int:
@@ -223,12 +236,15 @@ def file_size(path: Path) -> int:
     return path.stat().st_size
 
 
-def over_http(url: str | None, file: Path) -> tuple[ImportCounts, str]:
-    """`import --url`: each page to `POST /import`; the counts and the URL they went to."""
-    counts = ImportCounts()
+def over_http(url: str | None, file: Path, done: Done) -> tuple[ImportCounts, str]:
+    """`import --url`: each page to `POST /import` (a page sent is answered before a Ctrl-C
+    stops the run); the counts and the URL they went to."""
+    counts = done.counts
     with control_plane(url) as client, FileProgress("importing", file_size(file)) as advance:
-        for entries, position in pages(file):
-            counts.add(_counts_of(client.import_tokens(entries), client.url))
+        for entries, position, last in pages(file):
+            with finish_first():
+                counts.add(_counts_of(client.import_tokens(entries), client.url))
+                done.line = last
             advance(position, counts.imported + counts.skipped)
         return counts, client.url
 
@@ -259,6 +275,19 @@ def summary(counts: ImportCounts, target: str) -> str:
     return line
 
 
+def interrupted_lines(done: Done, target: str, file: Path) -> list[str]:
+    """What a Ctrl-C leaves: the counts up to the last line whose tokens are in, and how to go
+    on (tokens there already are skipped, so the same command imports only the rest)."""
+    if not done.line:
+        return ["interrupted: nothing was imported"]
+    counts = done.counts
+    return [
+        f"interrupted: imported {counts.imported:,} tokens into {target}, skipped "
+        f"{counts.skipped:,} (already there), up to line {done.line:,} of {file}",
+        "the same command goes on: the tokens already there are skipped",
+    ]
+
+
 @click.command("import")
 @click.argument("file", metavar="FILE", type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
@@ -282,10 +311,12 @@ def import_command(file: Path, db_url: str | None, url: str | None) -> None:
         raise usage_error("give --db URL or --url URL, not both")
     if not file.is_file():
         raise StateousError(f"there is no file {file}")
-    if url is not None:
-        counts, target = over_http(url, file)
-    else:
-        database = db_url or DEFAULT_DB_URL
-        counts, target = into_database(database, file), mask_url(database)
+    done = Done(ImportCounts())
+    target = url or mask_url(db_url or DEFAULT_DB_URL)
+    with on_interrupt(lambda: interrupted_lines(done, target, file)):
+        if url is not None:
+            counts, target = over_http(url, file, done)
+        else:
+            counts = into_database(db_url or DEFAULT_DB_URL, file, done)
     click.echo(summary(counts, target))
     sys.stdout.flush()

@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from stateous.cli.import_tokens import pages
 from stateous.cli.prune import human_bytes
 from stateous.client import Client
 from stateous.control.store import migrate
@@ -201,6 +202,40 @@ def test_ctrl_c_in_prune_finishes_the_page_and_the_file_holds_exactly_the_pruned
     assert out[0].startswith("pruned 100 tokens (")
     assert exported_ids(file) == ids
     assert token_ids(plane.url) == []
+
+
+def test_ctrl_c_in_import_lets_the_page_in_flight_end_and_says_how_to_go_on(
+    on_sqlite: ServeProcess, tmp_path: Path
+) -> None:
+    ids = ended_tokens(on_sqlite.url, 2100)  # three pages of POST /import: the 2nd is held
+    file = tmp_path / "archive.jsonl"
+    pruned = launch("prune", "--ended-before", "2999-01-01T00:00:00Z", "--export", str(file),
+                    "--yes", "--url", on_sqlite.url)  # fmt: skip
+    assert ended(pruned)[0] == 0
+    ends = [last for _, _, last in pages(file)]
+    assert len(ends) == 3
+    first = ends[1]  # the page in flight ends; the third is not sent
+    with HoldingProxy(port_of(on_sqlite.url), b"POST /import ", 2) as proxy:
+        command = launch("import", str(file), "--url", proxy.url)
+        proxy.wait_held()
+        command.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        proxy.release()
+        assert ended(command) == (
+            130,
+            [],
+            [
+                f"interrupted: imported {first:,} tokens into {proxy.url}, skipped 0 (already "
+                f"there), up to line {first:,} of {file}",
+                "the same command goes on: the tokens already there are skipped",
+            ],
+        )
+    assert token_ids(on_sqlite.url) == sorted(ids[:first], key=ids.index)
+    code, out, err = ended(launch("import", str(file), "--url", on_sqlite.url))
+    assert (code, err) == (0, [])
+    assert out == [
+        f"imported {2100 - first:,} tokens into {on_sqlite.url}, skipped {first:,} (already there)"
+    ]
 
 
 # ------------------------------------------------------------------------- the [y/N] question

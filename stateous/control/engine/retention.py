@@ -308,5 +308,6 @@ def import_page(
     except Unstorable as exc:
         raise invalid("invalid_body", f"entry {exc.index + 1} of 'tokens': {exc}") from None
     if counts.imported:
-        log.info("retention: imported %d tokens%s", counts.imported, _by_text(by))
+        noun = "token" if counts.imported == 1 else "tokens"
+        log.info("imported %d %s%s", counts.imported, noun, _by_text(by))
     return counts.wire()

@@ -35,9 +35,10 @@ def test_a_page_holds_at_most_a_thousand_entries(tmp_path: Path) -> None:
     entries = [entry(f"T-{n}") for n in range(2500)]
     ends = written(file, entries)
     found = list(pages(file))
-    assert [len(page) for page, _ in found] == [1000, 1000, 500]
-    assert [position for _, position in found] == [ends[999], ends[1999], ends[2499]]
-    assert [e for page, _ in found for e in page] == entries
+    assert [len(page) for page, _, _ in found] == [1000, 1000, 500]
+    assert [position for _, position, _ in found] == [ends[999], ends[1999], ends[2499]]
+    assert [last for _, _, last in found] == [1000, 2000, 2500]
+    assert [e for page, _, _ in found for e in page] == entries
 
 
 def test_a_page_holds_at_most_page_bytes(tmp_path: Path) -> None:
@@ -46,7 +47,7 @@ def test_a_page_holds_at_most_page_bytes(tmp_path: Path) -> None:
     written(file, entries)
     sizes = [len(entry_line(e)) for e in entries]
     assert 3 * sizes[0] <= PAGE_BYTES < 4 * sizes[0]
-    assert [len(page) for page, _ in pages(file)] == [3, 2]
+    assert [(len(page), last) for page, _, last in pages(file)] == [(3, 3), (2, 5)]
 
 
 def test_an_entry_larger_than_a_request_is_refused_before_anything_is_sent(
