@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Input, Static
 
 from stateous.tui.app import ConsoleApp
 from stateous.tui.screens.confirm import ConfirmScreen
+from stateous.tui.screens.token import TokenScreen
 from stateous.tui.screens.tokens import TokensScreen, arrange
 from stateous.tui.widgets.token_list import TokenList
 from tests.unit.tui.helpers import plain, settle, wait_for
@@ -173,3 +174,26 @@ async def test_the_id_column_is_as_wide_as_the_longest_id(
         await pilot.press("h")  # children hidden: the ids are 7 wide, the parent column empty
         await settle(pilot)
         assert [width for _, _, width in table.columns] == [7, 12, 5, 9, 8, 6]
+
+
+async def test_enter_in_the_search_gives_the_keys_back_to_the_tokens(
+    console: Callable[..., ConsoleApp],
+) -> None:
+    app = console()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", "O", "R", "D", "enter")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, TokensScreen)  # several match: none opens
+        assert isinstance(app.focused, TokenList)
+        await pilot.press("h")  # the next key is a key of the screen, not a letter of the search
+        assert screen.query_one("#search", Input).value == "ORD"
+        assert screen.hide_children
+        # An exact id opens its token; back from it, the keys are the list's again.
+        await pilot.press("slash", *"ER-3", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, TokenScreen))
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is screen
+        assert isinstance(app.focused, TokenList)
