@@ -37,6 +37,9 @@ from stateous.tui.versions import checksum_of, current_version, older_states, ve
 from stateous.tui.widgets.status_bar import INBOX_LIMIT
 
 T = TypeVar("T")
+
+SCREEN_KEYS = Binding.Group("screens")
+"""The footer's label of the keys that open a screen."""
 Clock = Callable[[], datetime]
 
 
@@ -75,17 +78,41 @@ class ConsoleApp(App[None]):
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         # The tooltip is the longer text of the `?` help (and of the footer's hover).
-        Binding("t", "show('tokens')", "Tokens", tooltip="the tokens screen"),
-        Binding("l", "show('leases')", "Leases", tooltip="the leases screen"),
-        Binding("o", "show('outboxes')", "Outboxes", tooltip="supervisors and outboxes"),
-        Binding("i", "show('inbox')", "Inbox", tooltip="the tokens waiting for a person"),
-        Binding("b", "show('bulk')", "Bulk jobs", tooltip="the bulk jobs and their progress"),
+        # The screens' keys share one label in the footer (`t l o i b v screens`), so that a
+        # screen's own keys and `? q` fit beside them at 160 columns; `?` names each.
+        Binding("t", "show('tokens')", "Tokens", tooltip="the tokens screen", group=SCREEN_KEYS),
+        Binding("l", "show('leases')", "Leases", tooltip="the leases screen", group=SCREEN_KEYS),
+        Binding(
+            "o",
+            "show('outboxes')",
+            "Outboxes",
+            tooltip="supervisors and outboxes",
+            group=SCREEN_KEYS,
+        ),
+        Binding(
+            "i",
+            "show('inbox')",
+            "Inbox",
+            tooltip="the tokens waiting for a person",
+            group=SCREEN_KEYS,
+        ),
+        Binding(
+            "b",
+            "show('bulk')",
+            "Bulk jobs",
+            tooltip="the bulk jobs and their progress",
+            group=SCREEN_KEYS,
+        ),
         # `s` opens the schedules; on the tokens and token screens `s` starts a token, and
         # `S` opens the schedules there too. Not in the footer, which keeps its width.
         Binding("s", "show('schedules')", "Schedules", show=False, tooltip="the schedules"),
         Binding("S", "show('schedules')", "Schedules", show=False, tooltip="the schedules"),
         Binding(
-            "v", "versions", "Versions", tooltip="the workflow's versions and their live tokens"
+            "v",
+            "versions",
+            "Versions",
+            tooltip="the workflow's versions and their live tokens",
+            group=SCREEN_KEYS,
         ),
         Binding("question_mark", "help", "Help", key_display="?", tooltip="this help"),
         Binding("q", "quit", "Quit", tooltip="quit"),

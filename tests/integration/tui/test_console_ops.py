@@ -171,10 +171,10 @@ async def test_the_supervisors_screen_lists_the_registry_first(scene: Scene) -> 
         await wait_for(pilot, lambda: table.row_count == 3)
         rows = [plain(table.get_row_at(n)) for n in range(3)]
         assert rows == [
-            ["box-1", "box-1.example", "live", "5s ago", "draft", "0/4"],
-            ["box-2", "box-2.example", "stale", "50s ago", "review", "0/4"],
-            ["box-3", "box-3.example", "gone", "50s ago", "draft, review", "0/4"],
-        ]
+            ["box-1", "box-1.example", "live", "5s ago", "draft", "0/4", "-"],
+            ["box-2", "box-2.example", "stale", "50s ago", "review", "0/4", "-"],
+            ["box-3", "box-3.example", "gone", "50s ago", "draft, review", "0/4", "-"],
+        ]  # none of them named the version it serves
         hint = str(app.screen.query_one(".hint", Static).render())
         assert hint.startswith("No supervisor folder is shown.")
 

@@ -167,7 +167,7 @@ def test_snapshot_schedules_screen(snap_compare: Snap, failed: Scene) -> None:
     assert snap_compare(failed.console(), terminal_size=(130, 16), run_before=schedules)
 
 
-async def test_a_read_only_console_lists_the_schedules_and_p_does_nothing(
+async def test_a_read_only_console_lists_the_schedules_and_p_says_it_may_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("STATEOUS_AUTH_TOKEN", "viewer-token")
@@ -183,7 +183,10 @@ async def test_a_read_only_console_lists_the_schedules_and_p_does_nothing(
             await pilot.press("p")
             await settle(pilot)
             assert rows(table)[0][0] == "hourly"
-            assert notes(pilot) == []  # no request was sent, so no 403 refusal shown
+            # No request was sent (no 403 refusal): the console says which role p needs.
+            assert notes(pilot) == [
+                "Pause needs the operate or admin role: this console's token has read"
+            ]
         shown = httpx.get(f"{api.url}/schedules/hourly", headers=boss).json()
         assert shown["paused"] is False
         acts = httpx.get(f"{api.url}/audit", headers=boss).json()
