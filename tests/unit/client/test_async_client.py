@@ -43,6 +43,12 @@ CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any], Any]] = [
         {"tokens": [], "next": None},
     ),
     ("prune", (["T-1"], "2026-01-01T00:00:00Z"), {"reason": "old"}, {"pruned": 1, "skipped": {}}),
+    (
+        "import_tokens",
+        ([{"token": {"token": "T-1"}, "history": [], "children": []}],),
+        {"reason": "restore"},
+        {"imported": 1, "skipped": 0, "keys_pending": 0},
+    ),
     ("add_schedule", ("nightly", "0 9 * * *"), {"tz": "Europe/Paris", "paused": True}, {"n": 1}),
     ("schedules", (), {}, [{"name": "nightly"}]),
     ("schedule", ("night/ly",), {}, {"name": "night/ly"}),

@@ -47,6 +47,7 @@ def test_every_name_in_the_code_is_a_field() -> None:
 SUITE_ONLY = {
     "STATEOUS_CI_LONG",
     "STATEOUS_TEST_DB",
+    "STATEOUS_WALKTHROUGH_NOW",
     "STATEOUS_FAULTS",
     "STATEOUS_FAULTS_REPORT",
     "STATEOUS_FUZZ_SECONDS",
