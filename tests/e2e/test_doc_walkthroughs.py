@@ -139,9 +139,11 @@ def test_the_walkthrough_of_changing_a_workflow(tmp_path: Path) -> None:
                 first, _, _ = body.partition("\n")
                 (tour.cwd / first.removeprefix("# ").strip()).write_text(body, encoding="utf-8")
         older = old_supervisor.wait_for("this supervisor serves an older version")
-        assert shape(older.split(": ", 1)[1]) == shape(
+        # It looks at the version served once a beat: ORDER-3 may be migrated by then.
+        live = re.sub(r"runs the [01] live", "runs the N live", older.split(": ", 1)[1])
+        assert shape(live) == shape(
             "this supervisor serves an older version (sha256:5d372a02…); new tokens start on "
-            "sha256:babb2ce7…; it runs the 1 live token(s) of its version"
+            "sha256:babb2ce7…; it runs the N live token(s) of its version"
         )
         stops = [job.stop() for job in reversed(tour.running)]
     finally:
