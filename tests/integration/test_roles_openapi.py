@@ -148,7 +148,12 @@ def test_every_route_of_the_document_answers_each_role_by_its_list(
         routes.append(("get", "/schema/openapi.json"))
         start = {"token": "W-1", "context": {"repo": "r"}}
         assert client.post("/tokens", json=start, headers=bearer("admin")).status_code == 201
-        schedule = {"name": "nightly", "cron": "0 3 * * *", "context": {"repo": "r"}, "paused": True}
+        schedule = {
+            "name": "nightly",
+            "cron": "0 3 * * *",
+            "context": {"repo": "r"},
+            "paused": True,
+        }
         assert client.post("/schedules", json=schedule, headers=bearer("admin")).status_code == 201
 
         refused = [(m, p, r) for m, p in routes for r in NAMES if r not in allowed(m, p)]
