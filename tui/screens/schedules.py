@@ -1,5 +1,6 @@
-"""`s`: the schedules, their next run, last token and last slot that failed; `p`/`r` pause or
-resume the one under the cursor, whose last error is written out under the table."""
+"""`s`: the schedules, their next and last run and last slot that failed; `p`/`r` pause or
+resume the one under the cursor, whose zone, last token and last error are written out under
+the table."""
 
 from __future__ import annotations
 
@@ -18,12 +19,12 @@ from stateous.tui.widgets import Banner, StatusBar
 from stateous.tui.widgets.polling import PollingScreen
 from stateous.tui.widgets.tables import add_columns, fill
 
+#: The table's columns: what fits 80 columns. The zone, the last token and the last error's
+#: text are on the line under the table, for the schedule under the cursor.
 COLUMNS = (
     ("name", "name"),
     ("cron", "cron"),
-    ("zone", "zone"),
     ("next run", "next"),
-    ("last token", "last"),
     ("last run", "last_at"),
     ("last error", "last_error"),
 )
@@ -32,9 +33,14 @@ EMPTY = "No schedule: stateous schedule add NAME --cron '0 9 * * 1-5' makes one.
 NO_SCHEDULES = "This control plane has no schedules (it answers 404 to GET /schedules): upgrade it to use them."
 
 
+def slot_time(value: object) -> str:
+    """A slot's time in the table, local: `10-16 22:00` (a cron's slots fall on minutes)."""
+    return local_time(value, with_date=True)[5:16]
+
+
 def schedule_row(schedule: dict[str, Any]) -> list[Text]:
-    """One schedule: name (and `paused`), cron, zone, next run and last run in local time, last
-    token."""
+    """One schedule: name (and `paused`), cron, next run and last run in local time, and when
+    its last slot that failed was."""
     name = Text(str(schedule.get("name")), style="bold")
     paused = schedule.get("paused") is True
     if paused:
@@ -43,10 +49,8 @@ def schedule_row(schedule: dict[str, Any]) -> list[Text]:
     return [
         name,
         Text(str(schedule.get("cron")), style="cyan"),
-        Text(str(schedule.get("tz")), style="dim"),
-        Text("-" if paused or not next_at else local_time(next_at, with_date=True)),
-        Text(str(schedule.get("last_token") or "-")),
-        Text(local_time(schedule["last_at"], with_date=True) if schedule.get("last_at") else "-"),
+        Text("-" if paused or not next_at else slot_time(next_at)),
+        Text(slot_time(schedule["last_at"]) if schedule.get("last_at") else "-"),
         error_cell(schedule),
     ]
 
@@ -56,23 +60,25 @@ def error_cell(schedule: dict[str, Any]) -> Text:
     started."""
     if not schedule.get("last_error"):
         return Text("-")
-    when = local_time(schedule.get("last_error_at"), with_date=True)
+    when = slot_time(schedule.get("last_error_at"))
     if error_fixed(schedule):
         return Text(f"{when} fixed", style="green")
     return Text(when, style="bold red")
 
 
 def error_line(schedule: dict[str, Any] | None) -> Text:
-    """The failed slots of the schedule under the cursor and why the last one failed."""
+    """The schedule under the cursor: its zone and last token, its failed slots and why the
+    last one failed."""
     if schedule is None:
         return Text("")
     name = str(schedule.get("name"))
+    about = f"{name}: in {schedule.get('tz')}, last token {schedule.get('last_token') or '-'}; "
     if not schedule.get("last_error"):
-        return Text(f"{name}: no slot failed", style="dim")
+        return Text(f"{about}no slot failed", style="dim")
     failures = int(schedule.get("failures") or 0)
     when = local_time(schedule.get("last_error_at"), with_date=True)
     fixed = error_fixed(schedule)
-    line = Text(f"{name}: {failures} slot{'' if failures == 1 else 's'} failed; the last, {when}")
+    line = Text(f"{about}{failures} slot{'' if failures == 1 else 's'} failed; the last, {when}")
     line.append(" (fixed: a later slot started)" if fixed else "", style="green")
     line.append(f": {schedule.get('last_error')}", style="dim" if fixed else "red")
     return line
