@@ -23,7 +23,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from stateous.cli.interrupt import finish_first, on_interrupt
-from stateous.cli.progress import Advance, FileProgress
+from stateous.cli.progress import TOKENS_FIELD, Progress, Update
 from stateous.cli.prune import entry_line
 from stateous.cli.token import control_plane, wrong_shape
 from stateous.cli.where import usage_error
@@ -120,7 +120,7 @@ class Done:
     line: int = 0
 
 
-def import_all(store: Store, path: Path, advance: Advance, done: Done) -> ImportCounts:
+def import_all(store: Store, path: Path, update: Update, done: Done) -> ImportCounts:
     """Import every family of `path`, `BATCH` a transaction (a transaction begun ends before a
     Ctrl-C stops the run)."""
     counts = done.counts
@@ -134,7 +134,7 @@ def import_all(store: Store, path: Path, advance: Advance, done: Done) -> Import
                 number = batch[exc.index][0].number
                 raise StateousError(f"line {number:,} of {path}: {exc}") from None
             done.line = batch[-1][0].number
-        advance(batch[-1][0].position, counts.imported + counts.skipped)
+        update(completed=batch[-1][0].position, tokens=counts.imported + counts.skipped)
         batch.clear()
 
     for line in lines(path):
@@ -196,8 +196,8 @@ def into_database(db_url: str, file: Path, done: Done) -> ImportCounts:
 def _into(db_url: str, file: Path, done: Done) -> ImportCounts:
     store = _store(db_url)
     try:
-        with FileProgress("importing", file_size(file)) as advance:
-            return import_all(store, file, advance, done)
+        with Progress("importing", file_size(file), TOKENS_FIELD) as update:
+            return import_all(store, file, update, done)
     except SQLAlchemyError as exc:
         raise StateousError(f"cannot import into {mask_url(db_url)}: {_reason(exc)}") from exc
     finally:
@@ -240,12 +240,13 @@ def over_http(url: str | None, file: Path, done: Done) -> tuple[ImportCounts, st
     """`import --url`: each page to `POST /import` (a page sent is answered before a Ctrl-C
     stops the run); the counts and the URL they went to."""
     counts = done.counts
-    with control_plane(url) as client, FileProgress("importing", file_size(file)) as advance:
+    size = file_size(file)
+    with control_plane(url) as client, Progress("importing", size, TOKENS_FIELD) as update:
         for entries, position, last in pages(file):
             with finish_first():
                 counts.add(_counts_of(client.import_tokens(entries), client.url))
                 done.line = last
-            advance(position, counts.imported + counts.skipped)
+            update(completed=position, tokens=counts.imported + counts.skipped)
         return counts, client.url
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import sys
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import click
 
 from stateous.cli.ask import ask_yes
 from stateous.cli.interrupt import finish_first, on_interrupt
+from stateous.cli.progress import TOKENS, Progress
 from stateous.cli.token import control_plane, url_option, wrong_shape
 from stateous.client import Client
 from stateous.client.wire import Request
@@ -202,42 +202,16 @@ def count(client: Client, ended_before: str) -> Tally:
     return tally
 
 
-class _Bar:
-    """A rich progress bar on a terminal (stderr), nothing otherwise."""
-
-    def __init__(self, total: int | None) -> None:
-        self.total = total
-        self.bar: Any = None
-
-    def __enter__(self) -> Callable[[int], None]:
-        if not sys.stderr.isatty():
-            return lambda done: None
-        from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn
-
-        self.bar = bar = Progress(
-            TextColumn("pruning"),
-            BarColumn(),
-            TextColumn("{task.completed:,} tokens"),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        bar.start()
-        task = bar.add_task("prune", total=self.total)
-        return lambda done: bar.advance(task, done)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-
 def prune_all(client: Client, ended_before: str, export: Path | None, total: int | None) -> Tally:
     """Page, write each page (with `export`), then prune its ids.
 
     Ctrl-C lets the page in hand be written and pruned, then ends the command with what was
     pruned (`Interrupted`); a second Ctrl-C stops at once."""
     tally = Tally()
-    with on_interrupt(lambda: interrupted_lines(tally, export)), _Bar(total) as advance:
+    with (
+        on_interrupt(lambda: interrupted_lines(tally, export)),
+        Progress("pruning", total, TOKENS) as update,
+    ):
         for entries in pages(client, ended_before):
             with finish_first():
                 tally.in_hand = len(entries)
@@ -251,7 +225,7 @@ def prune_all(client: Client, ended_before: str, export: Path | None, total: int
                 tally.size += len(lines)
                 tally.skip(dict(answer.get("skipped") or {}))
                 tally.in_hand = 0
-            advance(len(ids))
+            update(advance=len(ids))
     return tally
 
 

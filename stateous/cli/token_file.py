@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import click
 
 from stateous.cli.interrupt import finish_first, on_interrupt
+from stateous.cli.progress import OF_TOTAL, Progress
 from stateous.client import Client
 from stateous.model.errors import StateousError
 
@@ -179,7 +179,7 @@ def start_file(client: Client, path: Path, reason: str | None = None) -> Tally:
 
 
 def _send(client: Client, sendable: list[Line], tally: Tally, reason: str | None) -> None:
-    with _progress(len(sendable)) as advance:
+    with Progress("starting", len(sendable), OF_TOTAL) as update:
         for start in range(0, len(sendable), BATCH):
             group = sendable[start : start + BATCH]
             # The values go as read: the control plane refuses a token or context of the wrong
@@ -191,37 +191,7 @@ def _send(client: Client, sendable: list[Line], tally: Tally, reason: str | None
                 for line, answer in zip(group, answers, strict=True):
                     tally.add(line, int(answer["status"]), answer.get("body"))
                 tally.sending, tally.answered_to = None, group[-1].number
-            advance(len(group))
-
-
-class _progress:
-    """A rich progress bar on a terminal (stderr), nothing otherwise; `advance(n)` moves it."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.bar: Any = None
-
-    def __enter__(self) -> Any:
-        if not sys.stderr.isatty() or self.total == 0:
-            return lambda done: None
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        # On stderr, so that stdout carries only the summary (and can go to a file or a pipe).
-        self.bar = Progress(
-            TextColumn("starting"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        self.bar.start()
-        task = self.bar.add_task("start", total=self.total)
-        return lambda done: self.bar.advance(task, done)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()
+            update(advance=len(group))
 
 
 def print_tally(tally: Tally) -> Sequence[str]:
