@@ -116,14 +116,19 @@ def readme_left_off(tour: Walkthrough) -> Background:
     return tour.running[-1]
 
 
-def test_the_walkthrough_of_changing_a_workflow(tmp_path: Path) -> None:
+def new_tour(folder: Path) -> Walkthrough:
+    """A walkthrough in `folder`: this checkout's venv first on PATH, a free port for `serve`."""
     dropped = ("STATEOUS_URL", "VIRTUAL_ENV", "MAKEFLAGS", "MAKELEVEL", "MFLAGS")
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     env["PATH"] = f"{ROOT / '.venv' / 'bin'}{os.pathsep}{env['PATH']}"
     url = f"http://127.0.0.1:{free_port()}"
-    tour = Walkthrough(
-        cwd=tmp_path, env={**env, "STATEOUS_URL": url, "PYTHONUNBUFFERED": "1"}, url=url
+    return Walkthrough(
+        cwd=folder, env={**env, "STATEOUS_URL": url, "PYTHONUNBUFFERED": "1"}, url=url
     )
+
+
+def test_the_walkthrough_of_changing_a_workflow(tmp_path: Path) -> None:
+    tour = new_tour(tmp_path)
     ran: list[str] = []
     try:
         old_supervisor = readme_left_off(tour)
@@ -194,13 +199,7 @@ def _wait_for_the_first_slot(tour: Walkthrough) -> None:
 
 
 def test_the_walkthrough_of_schedules(tmp_path: Path) -> None:
-    dropped = ("STATEOUS_URL", "VIRTUAL_ENV", "MAKEFLAGS", "MAKELEVEL", "MFLAGS")
-    env = {k: v for k, v in os.environ.items() if k not in dropped}
-    env["PATH"] = f"{ROOT / '.venv' / 'bin'}{os.pathsep}{env['PATH']}"
-    url = f"http://127.0.0.1:{free_port()}"
-    tour = Walkthrough(
-        cwd=tmp_path, env={**env, "STATEOUS_URL": url, "PYTHONUNBUFFERED": "1"}, url=url
-    )
+    tour = new_tour(tmp_path)
     shifted = tmp_path / "shifted-clock"
     shifted.mkdir()
     (shifted / "sitecustomize.py").write_text(SHIFTED_CLOCK, encoding="utf-8")
