@@ -75,9 +75,7 @@ def guarded(tmp_path: Path) -> Iterator[ServeProcess]:
             yield up
         finally:
             up.stop()
-            for pipe in (up.process.stdout, up.process.stderr):
-                if pipe is not None:
-                    pipe.close()
+            up.close_pipes()
 
 
 def run_as(token: str | None, *args: str) -> tuple[int, list[str], str]:
