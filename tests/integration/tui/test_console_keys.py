@@ -30,7 +30,7 @@ from stateous.tui.unexpected import TITLE
 from stateous.tui.widgets.states import StatesPanel
 from stateous.tui.widgets.token_list import TokenList
 from tests.integration.tui.test_console_ops import Scene, settle
-from tests.integration.tui.test_versions_console import NEWER
+from tests.integration.tui.test_versions_console import NEWER, highlight
 from tests.support import sqlite_url
 from tests.support.app import running_api
 from tests.support.graphs import ORDERS
@@ -204,15 +204,6 @@ async def test_no_key_that_acts_ends_the_console_on_any_token(
     assert found == []
 
 
-async def open_on(pilot: Pilot[Any], token: str) -> TokensScreen:
-    await settle(pilot)
-    screen = pilot.app.screen
-    assert isinstance(screen, TokensScreen)
-    screen.query_one("#tokens", TokenList).move_to(token)
-    await pilot.pause()
-    return screen
-
-
 def events(form: FireScreen) -> list[str]:
     select: Select[str] = form.query_one("#event", Select)
     return [str(value) for _, value in select._options if value != Select.NULL]
@@ -223,7 +214,7 @@ async def test_f_on_a_token_of_an_older_version_offers_its_own_events(
 ) -> None:
     app = console(scene, monkeypatch, "boss-token")
     async with app.run_test(size=(130, 30)) as pilot:
-        await open_on(pilot, "ORDER-2")
+        await highlight(pilot, "ORDER-2")
         await pilot.press("f")
         await wait_for(pilot, lambda: isinstance(app.screen, FireScreen))
         form = app.screen
@@ -264,7 +255,7 @@ async def test_m_on_a_token_of_an_older_version_lists_its_own_states(
 ) -> None:
     app = console(scene, monkeypatch, "boss-token")
     async with app.run_test(size=(130, 30)) as pilot:
-        await open_on(pilot, "ORDER-2")
+        await highlight(pilot, "ORDER-2")
         await pilot.press("m")
         await wait_for(pilot, lambda: isinstance(app.screen, MoveScreen))
         options = app.screen.query_one("#states", OptionList)
@@ -293,7 +284,7 @@ async def test_the_token_line_says_the_version_as_the_cli_does(
 ) -> None:
     app = console(scene, monkeypatch, "boss-token")
     async with app.run_test(size=(130, 30)) as pilot:
-        await open_on(pilot, "ORDER-2")
+        await highlight(pilot, "ORDER-2")
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, TokenScreen))
         await settle(pilot)
